@@ -1,1 +1,7 @@
-//! brisvox-models.
+//! brisvox-models: model inference for the call engine.
+//!
+//! Silero VAD (batched across calls) and Smart Turn v3.2 run through ONNX Runtime
+//! (the `ort` crate, loading the library extracted from the pinned onnxruntime
+//! wheel) on dedicated OS-thread pools, never on tokio workers.
+
+pub mod runtime;
