@@ -433,95 +433,172 @@ def build(out):
                 ALLISON_LICENCE, ALLISON_ATTRIB, expect_utts=1)
 
     sr = 16000
-    lead, tail = 500 * sr // 1000, 1500 * sr // 1000
-    own = 250 * sr // 1000  # how much of a clip's own silence to keep next to its speech
+    comp = compose_all(clips, ltr, sr)
+    for name, (buf, transcripts, source, expect, extra, verify) in comp.items():
+        write_wav(os.path.join(out, name + ".wav"), sr, buf)
+        d = sidecar(os.path.join(out, name + ".json"), name, sr, buf, transcripts,
+                    LIBRIVOX_SOURCE + source, LIBRIVOX_LICENCE, LIBRIVOX_ATTRIB,
+                    expect_utts=expect, extra=extra)
+        if verify:
+            verify(d)
+
+
+OWN_MS = 20        # how much of a clip's own signal to keep beyond its energy-v1 speech edges
+LEAD_MS = 500      # composed fixtures: noise before the first speech onset
+TAIL_MS = 1500     # composed fixtures: noise after the last speech offset
+
+
+def place(pieces, bed, sr):
+    """pieces: [(samples, at)] pasted over the noise bed (10 ms crossfades)."""
+    buf = list(bed)
+    for x, at in pieces:
+        paste(buf, x, at, sr)
+    return [max(-32768, min(32767, int(round(v)))) for v in buf]
+
+
+def seek(make, targets, sr, iters=6):
+    """Re-build a composition so that the energy-v1 truth of the *final file*
+    is close to the target lead-in / gaps / tail. make(adj) -> (buf, extra);
+    targets(buf, utts) -> errors in samples, one per entry of adj. Adjustments
+    are whole 10 ms frames (keeps each clip's phase against the frame grid, so
+    its edges move only through the file's noise floor); the candidate with the
+    smallest worst error is kept (deterministic)."""
+    fl = sr * FRAME_MS // 1000
+    adj, best = None, None
+    for _ in range(iters):
+        buf, extra = make(adj)
+        _, utts = truth_of(buf, sr)
+        err = targets(buf, utts)
+        if adj is None:
+            adj = [0] * len(err)
+        worst = max(abs(v) for v in err)
+        if best is None or worst < best[0]:
+            best = (worst, buf, extra)
+        if worst <= fl // 2:
+            break
+        new = [a + int(round(v / fl)) * fl for a, v in zip(adj, err)]
+        if new == adj:
+            break
+        adj = new
+    return best[1], best[2]
+
+
+def compose_all(clips, ltr, sr):
+    lead, tail, own = LEAD_MS * sr // 1000, TAIL_MS * sr // 1000, OWN_MS * sr // 1000
+    out = {}
 
     def pool(i):
         x, a = clips[i]
         return (x, quiet_runs(x, sr, a))
 
-    # --- en_two_utterances: 0880 then 0930, 4 s from end of the first to start of the second
-    (xa, aa), (xb, ab) = clips["0880"], clips["0930"]
-    sa, ea = one_segment(aa, "0880")
-    sb, eb = one_segment(ab, "0930")
-    gap = 4000 * sr // 1000
-    pa = lead                       # speech A starts at lead
-    pb = pa + (ea - sa) + gap       # speech B starts 4 s after speech A ends
-    total = pb + (eb - sb) + tail
-    buf = noise_bed([pool("0880"), pool("0930")], total, sr, seed=2)
-    a0, a1 = max(0, sa - own), min(len(xa), ea + own)
-    paste(buf, xa[a0:a1], pa - (sa - a0), sr)
-    b0, b1 = max(0, sb - own), min(len(xb), eb + own)
-    paste(buf, xb[b0:b1], pb - (sb - b0), sr)
-    name = "en_two_utterances"
-    write_wav(os.path.join(out, name + ".wav"), sr, buf)
-    _, buf = read_wav(os.path.join(out, name + ".wav"))
-    sidecar(os.path.join(out, name + ".json"), name, sr, buf, [ltr["0880"], ltr["0930"]],
-            LIBRIVOX_SOURCE + "sense_and_sensibility_01_austen_64kb-0880.wav + ...-0930.wav (composed)",
-            LIBRIVOX_LICENCE, LIBRIVOX_ATTRIB, expect_utts=2,
-            extra={"composition": "0.5 s lead-in, utterance 0880, 4.0 s gap (target, speech end to speech start), "
-                                  "utterance 0930, 1.5 s after the end; up to 250 ms of each clip's own "
-                                  "silence kept next to its speech; everything else is background noise "
-                                  "copied from quiet stretches of both clips (50 ms chunks, 10 ms "
-                                  "equal-power crossfades)"})
+    def seg(i):
+        x, a = clips[i]
+        return x, a["segments"][0][0], a["segments"][-1][1]
 
-    # --- en_pause_in_sentence: 0920 with a 400 ms pause inserted at a word boundary
-    x, a = clips["0920"]
-    s, e = one_segment(a, "0920")
+    # --- en_two_utterances: 0880, 4 s, 0930
+    xa, sa, ea = seg("0880")
+    xb, sb, eb = seg("0930")
+    gap = 4000 * sr // 1000
+
+    def make_two(adj):
+        adj = adj or [0, 0, 0]
+        pa = lead + adj[0]
+        pb = pa + (ea - sa) + gap + adj[1]
+        total = pb + (eb - sb) + tail + adj[2]
+        bed = noise_bed([pool("0880"), pool("0930")], total, sr, seed=2)
+        return place([(xa[sa - own:ea + own], pa - own), (xb[sb - own:eb + own], pb - own)], bed, sr), None
+
+    def tgt_two(buf, utts):
+        if len(utts) != 2:
+            raise SystemExit(f"en_two_utterances: {len(utts)} utterances")
+        u1, u2 = utts
+        f = lambda v: int(round(v * sr / 1000.0))
+        return [lead - f(u1["start_ms"]), gap - (f(u2["start_ms"]) - f(u1["end_ms"])),
+                tail - (len(buf) - f(u2["end_ms"]))]
+
+    buf, _ = seek(make_two, tgt_two, sr)
+    out["en_two_utterances"] = (
+        buf, [ltr["0880"], ltr["0930"]],
+        "sense_and_sensibility_01_austen_64kb-0880.wav + ...-0930.wav (composed)", 2,
+        {"composition": "two separate turns: 0.5 s lead-in, utterance 0880, 4.0 s of silence (energy-v1 end "
+                        "of the first to energy-v1 start of the second, measured on this file), utterance "
+                        "0930, 1.5 s after the end. Each clip keeps 20 ms of its own signal beyond its "
+                        "speech edges (10 ms crossfades); everything else is background noise copied from "
+                        "quiet stretches of both clips (random 50 ms chunks, 10 ms equal-power crossfades)."},
+        None)
+
+    # --- en_pause_in_sentence: 0920 with 400 ms of its own background noise inserted between words
+    x, s, e = seg("0920")
+    a = clips["0920"][1]
     fl = sr * FRAME_MS // 1000
     db = a["frame_db"]
     f_lo = (s + (e - s) * 3 // 10) // fl
     f_hi = (s + (e - s) * 7 // 10) // fl
     best = min(range(f_lo, f_hi - 2), key=lambda k: (db[k] + db[k + 1] + db[k + 2], k))
-    ins = (best + 1) * fl + fl // 2      # middle of the quietest 30 ms window
+    ins = (best + 1) * fl + fl // 2      # middle of the quietest 30 ms window between words
     pause = 400 * sr // 1000
-    x0, x1 = max(0, s - own), min(len(x), e + own)
-    p0 = lead - (s - x0)
-    total = p0 + (ins - x0) + pause + (x1 - ins) + (tail - (x1 - e))
-    buf = noise_bed([pool("0920")], total, sr, seed=3)
-    paste(buf, x[x0:ins], p0, sr)
-    ins_at = p0 + (ins - x0)
-    paste(buf, x[ins:x1], ins_at + pause, sr)
-    name = "en_pause_in_sentence"
-    write_wav(os.path.join(out, name + ".wav"), sr, buf)
-    _, buf = read_wav(os.path.join(out, name + ".wav"))
-    d = sidecar(os.path.join(out, name + ".json"), name, sr, buf, [ltr["0920"]],
-                LIBRIVOX_SOURCE + "sense_and_sensibility_01_austen_64kb-0920.wav (pause inserted)",
-                LIBRIVOX_LICENCE, LIBRIVOX_ATTRIB, expect_utts=1,
-                extra={"inserted_pause": {"start_ms": ms(ins_at, sr), "end_ms": ms(ins_at + pause, sr)},
-                       "composition": "one sentence (ONE turn); 400 ms of the clip's own background noise "
-                                      "inserted at the quietest 30 ms between words in the middle 30-70% "
-                                      "of the sentence (10 ms crossfades); `pauses` is the whole silence "
-                                      "energy-v1 sees (natural word gap + inserted noise), "
-                                      "`inserted_pause` is the inserted stretch; 0.5 s lead-in, 1.5 s after"})
-    ip = d["inserted_pause"]
-    if not any(p["start_ms"] <= ip["start_ms"] + 15 and p["end_ms"] >= ip["end_ms"] - 15 for p in d.get("pauses", [])):
-        raise SystemExit(f"{name}: inserted pause not found as a pause: {d}")
+    holder = {}
 
-    # --- en_long_question: 0920 + 0930 back to back, 150 ms speech gap
-    (xa, aa), (xb, ab) = clips["0920"], clips["0930"]
-    sa, ea = one_segment(aa, "0920")
-    sb, eb = one_segment(ab, "0930")
+    def make_pause(adj):
+        adj = adj or [0, 0]
+        p0 = lead + adj[0]
+        ins_at = p0 + (ins - s)
+        total = ins_at + pause + (e - ins) + tail + adj[1]
+        bed = noise_bed([pool("0920")], total, sr, seed=3)
+        holder["ins_at"] = ins_at
+        return place([(x[s - own:ins], p0 - own), (x[ins:e + own], ins_at + pause)], bed, sr), None
+
+    def tgt_pause(buf, utts):
+        if len(utts) != 1:
+            raise SystemExit(f"en_pause_in_sentence: {len(utts)} utterances")
+        f = lambda v: int(round(v * sr / 1000.0))
+        return [lead - f(utts[0]["start_ms"]), tail - (len(buf) - f(utts[0]["end_ms"]))]
+
+    buf, _ = seek(make_pause, tgt_pause, sr)
+    ins_at = holder["ins_at"]
+    ip = {"start_ms": ms(ins_at, sr), "end_ms": ms(ins_at + pause, sr)}
+
+    def verify_pause(d):
+        ps = d.get("pauses", [])
+        if len(ps) != 1 or not (ps[0]["start_ms"] <= ip["start_ms"] + 15 and ps[0]["end_ms"] >= ip["end_ms"] - 15):
+            raise SystemExit(f"en_pause_in_sentence: inserted pause {ip} not found as the one pause: {ps}")
+
+    out["en_pause_in_sentence"] = (
+        buf, [ltr["0920"]],
+        "sense_and_sensibility_01_austen_64kb-0920.wav (pause inserted)", 1,
+        {"inserted_pause": ip,
+         "composition": "ONE sentence = ONE turn with a hesitation: 400 ms of the clip's own background "
+                        "noise (random 50 ms chunks from its quiet stretches, 10 ms equal-power crossfades) "
+                        "inserted in the middle of the quietest 30 ms between two words in the middle 30-70% "
+                        "of the sentence. `pauses` is the whole silence energy-v1 sees (natural word gap + "
+                        "inserted noise), `inserted_pause` is the inserted stretch alone. 0.5 s lead-in, "
+                        "1.5 s after the end."},
+        verify_pause)
+
+    # --- en_long_question: 0920 + 0930 as one long utterance, 150 ms between them
+    xa, sa, ea = seg("0920")
+    xb, sb, eb = seg("0930")
     g = 150 * sr // 1000
-    half = g // 2
-    pa = lead
-    pb = pa + (ea - sa) + g
-    total = pb + (eb - sb) + tail
-    buf = noise_bed([pool("0920"), pool("0930")], total, sr, seed=4)
-    a0 = max(0, sa - own)
-    paste(buf, xa[a0:min(len(xa), ea + half)], pa - (sa - a0), sr)
-    b1 = min(len(xb), eb + own)
-    paste(buf, xb[max(0, sb - (g - half)):b1], pb - (g - half), sr)
-    name = "en_long_question"
-    write_wav(os.path.join(out, name + ".wav"), sr, buf)
-    _, buf = read_wav(os.path.join(out, name + ".wav"))
-    sidecar(os.path.join(out, name + ".json"), name, sr, buf, [ltr["0920"] + " " + ltr["0930"]],
-            LIBRIVOX_SOURCE + "sense_and_sensibility_01_austen_64kb-0920.wav + ...-0930.wav (composed)",
-            LIBRIVOX_LICENCE, LIBRIVOX_ATTRIB, expect_utts=1,
-            extra={"composition": "two consecutive sentences as ONE long utterance: 0920 then 0930 with a "
-                                  "150 ms gap between speech end and speech start (75 ms of each clip's "
-                                  "own edge silence), 0.5 s lead-in, 1.5 s after; background noise from "
-                                  "both clips. (Not a question despite the name: a long statement.)"})
+
+    def make_long(adj):
+        adj = adj or [0, 0]
+        pa = lead + adj[0]
+        pb = pa + (ea - sa) + g
+        total = pb + (eb - sb) + tail + adj[1]
+        bed = noise_bed([pool("0920"), pool("0930")], total, sr, seed=4)
+        return place([(xa[sa - own:ea + own], pa - own), (xb[sb - own:eb + own], pb - own)], bed, sr), None
+
+    buf, _ = seek(make_long, tgt_pause, sr)
+    out["en_long_question"] = (
+        buf, [ltr["0920"] + " " + ltr["0930"]],
+        "sense_and_sensibility_01_austen_64kb-0920.wav + ...-0930.wav (composed)", 1,
+        {"composition": "two consecutive sentences spoken as ONE long utterance (a long statement, not a "
+                        "question despite the name): 0920 then 0930 with 150 ms from the standalone "
+                        "energy-v1 end of 0920 to the standalone energy-v1 start of 0930 (20 ms of each "
+                        "clip's own signal beyond its edges, background noise in between), 0.5 s lead-in, "
+                        "1.5 s after; background noise copied from quiet stretches of both clips."},
+        None)
+    return out
 
 
 # ----------------------------------------------------------------------------- table / check
