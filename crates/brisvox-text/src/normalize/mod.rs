@@ -1,0 +1,1 @@
+//! Text normaliser (placeholder while the segmenter lands).
