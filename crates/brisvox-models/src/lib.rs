@@ -5,3 +5,4 @@
 //! wheel) on dedicated OS-thread pools, never on tokio workers.
 
 pub mod runtime;
+pub mod smart_turn;
