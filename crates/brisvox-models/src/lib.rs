@@ -6,3 +6,5 @@
 
 pub mod runtime;
 pub mod smart_turn;
+pub mod pool;
+pub mod vad;

@@ -1,0 +1,65 @@
+//! Voice activity detection: the Silero VAD model, its batched service and the
+//! sans-IO stop rule.
+//!
+//! - [`silero`]: the model (one shared ONNX Runtime session set per process) and the
+//!   per-stream recurrent state; single windows and explicit batches.
+//! - [`service`]: runs the windows of many streams as one batched model run on the
+//!   inference pool's High line and hands each stream its probability.
+//! - [`detector`]: turns one probability per window into speech start / stop /
+//!   falling events. No clock, no I/O.
+
+pub mod silero;
+
+use crate::pool::PoolError;
+use crate::runtime::RuntimeError;
+
+/// Why a VAD window produced no probability.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum VadError {
+    /// The model or ONNX Runtime could not be loaded or failed to run.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// A window had the wrong number of samples for its rate.
+    #[error("a Silero window at {rate_hz} Hz takes {expected} samples, got {actual}")]
+    WindowLength {
+        /// The stream's sample rate.
+        rate_hz: u32,
+        /// Samples a window must have.
+        expected: usize,
+        /// Samples given.
+        actual: usize,
+    },
+    /// A state or window of one sample rate met a batch or service of another.
+    #[error("sample rate mismatch: expected {expected_hz} Hz, got {actual_hz} Hz")]
+    RateMismatch {
+        /// The rate of the batch or service.
+        expected_hz: u32,
+        /// The rate offered.
+        actual_hz: u32,
+    },
+    /// More rows than the batch was built for.
+    #[error("the batch is full ({capacity} rows)")]
+    BatchFull {
+        /// The batch's row capacity.
+        capacity: usize,
+    },
+    /// The model's inputs or outputs are not what this code was written for.
+    #[error("unexpected Silero model interface: {0}")]
+    ModelInterface(String),
+    /// The service's window queue is full (reject newest).
+    #[error("the VAD service queue is full ({capacity} windows waiting)")]
+    QueueFull {
+        /// The queue's capacity in windows.
+        capacity: usize,
+    },
+    /// The inference pool refused or dropped the batch job.
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+}
+
+impl From<ort::Error> for VadError {
+    fn from(e: ort::Error) -> Self {
+        VadError::Runtime(RuntimeError::from(e))
+    }
+}

@@ -1,0 +1,80 @@
+//! Silero probabilities equal Python onnxruntime's on every window of the goldens
+//! (tolerance 1e-6), one window at a time and as explicit batches.
+
+mod vad_common;
+
+use brisvox_models::vad::silero::{SileroBatch, SileroRate, SileroState};
+use vad_common::{TOLERANCE, goldens, max_abs_diff, model_or_skip};
+
+#[test]
+fn every_window_of_every_golden_matches_one_stream_at_a_time() {
+    let Some(model) = model_or_skip() else { return };
+    let goldens = goldens();
+    assert!(
+        goldens.iter().any(|g| g.rate == SileroRate::Hz8000),
+        "an 8 kHz golden"
+    );
+    assert!(
+        goldens.iter().any(|g| g.rate == SileroRate::Hz16000),
+        "a 16 kHz golden"
+    );
+    let mut windows = 0;
+    let mut overall = 0.0_f32;
+    for g in &goldens {
+        let mut state = SileroState::new(g.rate);
+        let got: Vec<f32> = (0..g.probabilities.len())
+            .map(|i| model.process(&mut state, g.window(i)).expect("window runs"))
+            .collect();
+        let worst = max_abs_diff(&got, &g.probabilities);
+        assert!(worst <= TOLERANCE, "{}: max |diff| {worst:e}", g.fixture);
+        assert_eq!(state.windows(), g.probabilities.len() as u64);
+        windows += got.len();
+        overall = overall.max(worst);
+    }
+    eprintln!(
+        "{windows} windows of {} goldens match, max |diff| {overall:e}",
+        goldens.len()
+    );
+}
+
+#[test]
+fn the_same_windows_match_when_all_fixtures_of_a_rate_share_each_run() {
+    let Some(model) = model_or_skip() else { return };
+    let goldens = goldens();
+    for rate in [SileroRate::Hz8000, SileroRate::Hz16000] {
+        let group: Vec<_> = goldens.iter().filter(|g| g.rate == rate).collect();
+        let mut states: Vec<SileroState> = group.iter().map(|_| SileroState::new(rate)).collect();
+        let mut got: Vec<Vec<f32>> = group.iter().map(|_| Vec::new()).collect();
+        let mut batch = SileroBatch::new(rate, group.len());
+        let longest = group
+            .iter()
+            .map(|g| g.probabilities.len())
+            .max()
+            .unwrap_or(0);
+        for i in 0..longest {
+            // Streams that have ended drop out, so the batch size changes over time.
+            let live: Vec<usize> = (0..group.len())
+                .filter(|&s| i < group[s].probabilities.len())
+                .collect();
+            batch.clear();
+            for &s in &live {
+                batch
+                    .push(&states[s], group[s].window(i))
+                    .expect("row fits");
+            }
+            model.run_batch(&mut batch).expect("batch runs");
+            for (row, &s) in live.iter().enumerate() {
+                got[s].push(batch.probability(row));
+                batch.write_back(row, &mut states[s]);
+            }
+        }
+        for (s, g) in group.iter().enumerate() {
+            let worst = max_abs_diff(&got[s], &g.probabilities);
+            assert!(
+                worst <= TOLERANCE,
+                "{} batched: max |diff| {worst:e}",
+                g.fixture
+            );
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Shared helpers for the Silero VAD tests: the goldens, their fixture audio and the
+//! skip-or-fail rule for missing models.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use brisvox_models::runtime;
+use brisvox_models::vad::silero::{SileroModel, SileroOptions, SileroRate};
+
+/// One golden file of `tests/golden/silero/`.
+#[derive(Debug, Clone)]
+pub struct Golden {
+    pub fixture: String,
+    pub rate: SileroRate,
+    /// The fixture's audio as f32 (int16 / 32768).
+    pub audio: Vec<f32>,
+    /// Python onnxruntime's probability for every whole window.
+    pub probabilities: Vec<f32>,
+}
+
+impl Golden {
+    pub fn window(&self, i: usize) -> &[f32] {
+        let n = self.rate.window_samples();
+        &self.audio[i * n..(i + 1) * n]
+    }
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn goldens() -> Vec<Golden> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/silero");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/golden/silero exists")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no goldens in {}", dir.display());
+    files.iter().map(|p| load(p)).collect()
+}
+
+fn load(path: &Path) -> Golden {
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("golden readable"))
+            .expect("json");
+    let rate_hz = doc["sample_rate_hz"].as_u64().expect("rate") as u32;
+    let rate = SileroRate::from_hz(rate_hz).expect("8 or 16 kHz");
+    assert_eq!(doc["window"].as_u64(), Some(rate.window_samples() as u64));
+    assert_eq!(doc["context"].as_u64(), Some(rate.context_samples() as u64));
+    let source = repo_root().join(doc["source"].as_str().expect("source"));
+    let mut reader =
+        hound::WavReader::open(&source).unwrap_or_else(|e| panic!("{}: {e}", source.display()));
+    assert_eq!(reader.spec().sample_rate, rate_hz);
+    assert_eq!(reader.spec().channels, 1);
+    let pcm: Vec<i16> = reader
+        .samples::<i16>()
+        .map(|s| s.expect("sample"))
+        .collect();
+    let hash = fnv1a64(pcm.iter().flat_map(|s| s.to_le_bytes()));
+    assert_eq!(
+        (pcm.len() as u64, format!("{hash:016x}")),
+        (
+            doc["samples"].as_u64().expect("samples"),
+            doc["pcm_fnv1a64"].as_str().expect("hash").to_owned()
+        ),
+        "{} changed since its golden was made: run scripts/goldens/make-silero-goldens.sh",
+        source.display()
+    );
+    let audio: Vec<f32> = pcm.iter().map(|&s| f32::from(s) / 32768.0).collect();
+    let probabilities: Vec<f32> = doc["probabilities"]
+        .as_array()
+        .expect("probabilities")
+        .iter()
+        .map(|v| v.as_f64().expect("number") as f32)
+        .collect();
+    assert_eq!(probabilities.len(), audio.len() / rate.window_samples());
+    Golden {
+        fixture: doc["fixture"].as_str().expect("fixture").to_owned(),
+        rate,
+        audio,
+        probabilities,
+    }
+}
+
+fn fnv1a64(bytes: impl Iterator<Item = u8>) -> u64 {
+    bytes.fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The shared model, or `None` (test skipped, reason printed) when the models are
+/// missing and CI is unset. With CI set a missing model fails the test.
+pub fn model_or_skip() -> Option<Arc<SileroModel>> {
+    static MODEL: OnceLock<Result<Arc<SileroModel>, String>> = OnceLock::new();
+    let loaded = MODEL.get_or_init(|| {
+        SileroModel::load_with(SileroOptions {
+            sessions: 2,
+            ..SileroOptions::default()
+        })
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
+    });
+    match loaded {
+        Ok(m) => Some(Arc::clone(m)),
+        Err(e) if !runtime::models_required() => {
+            eprintln!("skipped (Silero model or ONNX Runtime missing, CI unset): {e}");
+            None
+        }
+        Err(e) => panic!("CI is set and the Silero model does not load: {e}"),
+    }
+}
+
+/// Largest |a - b| over two equal-length series.
+pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+pub const TOLERANCE: f32 = 1e-6;
