@@ -8,6 +8,7 @@
 
 pub mod epoch;
 pub mod frame;
+pub mod timeline;
 
 pub use epoch::Epoch;
 pub use frame::AudioFrame;

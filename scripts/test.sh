@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole test suite: the README's test command, and what .ci/run runs.
+#
+# Fetches the models if they are missing (idempotent), then checks formatting,
+# lints and runs every test of the workspace. Tests that need the models fail
+# (rather than skip) when CI is set and the models are missing.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+phase_start=$SECONDS
+phase() {
+  local now=$SECONDS
+  if [ -n "${phase_name:-}" ]; then
+    printf 'test.sh: phase %-8s %4ds\n' "$phase_name" "$((now - phase_start))"
+  fi
+  phase_name="$1"
+  phase_start=$now
+  [ -n "$phase_name" ] && echo "test.sh: --- $phase_name ---"
+  return 0
+}
+
+phase models
+scripts/fetch-models.sh
+
+phase fmt
+cargo fmt --all --check
+
+phase clippy
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+phase test
+cargo test --workspace --locked
+
+phase ""
+echo "test.sh: all phases passed in ${SECONDS}s"
