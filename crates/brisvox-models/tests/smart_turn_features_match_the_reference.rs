@@ -14,7 +14,9 @@ fn features_match_the_numpy_reference_within_1e_5() {
     for case in cases() {
         let input = case_input(&case);
         let expected = golden_features(&case);
-        extractor.compute_into(&input, &mut out).expect("buffer size");
+        extractor
+            .compute_into(&input, &mut out)
+            .expect("buffer size");
         let (mut worst, mut at, mut differing) = (0.0f32, 0usize, 0usize);
         for (i, (a, b)) in out.iter().zip(&expected).enumerate() {
             let d = (a - b).abs();

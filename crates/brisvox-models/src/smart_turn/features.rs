@@ -401,6 +401,9 @@ mod tests {
         assert_eq!(a, b, "only the last 128,000 samples count");
         let max = a.iter().cloned().fold(f32::MIN, f32::max);
         let min = a.iter().cloned().fold(f32::MAX, f32::min);
-        assert!((max - min - 2.0).abs() < 1e-5, "range {min}..{max} is 8 in log10 / 4");
+        assert!(
+            (max - min - 2.0).abs() < 1e-5,
+            "range {min}..{max} is 8 in log10 / 4"
+        );
     }
 }

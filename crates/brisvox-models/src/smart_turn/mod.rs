@@ -5,9 +5,16 @@
 //! - [`features`]: Whisper-style log-mel features of the last 8 s, in Rust,
 //!   bit-for-bit the numbers Pipecat's numpy reference gives (goldens in
 //!   `tests/golden/smart_turn/`).
+//! - [`model`]: the ONNX Runtime session(s), loaded once per process, with the
+//!   execution settings that reproduce the reference probabilities.
 
 pub mod features;
+pub mod model;
 
 pub use features::{
     FEATURES_LEN, FeatureError, FeatureExtractor, N_FRAMES, N_MELS, SAMPLE_RATE_HZ, WINDOW_SAMPLES,
+};
+pub use model::{
+    COMPLETE_THRESHOLD, DEFAULT_INTRA_THREADS, GraphOptimization, SmartTurn, SmartTurnConfig,
+    SmartTurnError, Verdict,
 };

@@ -49,7 +49,11 @@ pub fn cases() -> Vec<GoldenCase> {
             }
         })
         .collect();
-    assert!(cases.len() >= 12, "at least 12 golden cases, found {}", cases.len());
+    assert!(
+        cases.len() >= 12,
+        "at least 12 golden cases, found {}",
+        cases.len()
+    );
     cases
 }
 
@@ -70,7 +74,12 @@ pub fn read_fixture(name: &str) -> Vec<i16> {
             let channels = u16::from_le_bytes([body[2], body[3]]);
             let rate = u32::from_le_bytes(body[4..8].try_into().unwrap());
             let bits = u16::from_le_bytes([body[14], body[15]]);
-            assert_eq!((format, channels, rate, bits), (1, 1, 16_000, 16), "{}", path.display());
+            assert_eq!(
+                (format, channels, rate, bits),
+                (1, 1, 16_000, 16),
+                "{}",
+                path.display()
+            );
             format_ok = true;
         } else if id == b"data" {
             assert!(format_ok, "fmt chunk before data in {}", path.display());
@@ -99,7 +108,11 @@ pub fn fnv1a64(samples: &[i16]) -> String {
 /// The case's input span, checked against the digest the goldens were made from.
 pub fn case_input(case: &GoldenCase) -> Vec<i16> {
     let pcm = read_fixture(&case.fixture);
-    assert!(case.end_sample <= pcm.len(), "{}: span beyond the fixture", case.name);
+    assert!(
+        case.end_sample <= pcm.len(),
+        "{}: span beyond the fixture",
+        case.name
+    );
     let span = pcm[case.start_sample..case.end_sample].to_vec();
     assert_eq!(
         fnv1a64(&span),

@@ -1,0 +1,311 @@
+//! The Smart Turn v3.2 ONNX model: sessions, execution settings, one analysis.
+//!
+//! The model is statically quantised (int8 weights, uint8 activations), and how
+//! ONNX Runtime executes it changes its output: with graph optimisation off or at
+//! the basic level the probabilities move by up to ~0.3 and verdicts flip (see
+//! `tests/golden/smart_turn/optimisation-levels.tsv`). The reference is what Pipecat
+//! runs: ONNX Runtime 1.32 with `ORT_ENABLE_ALL` and sequential execution. With
+//! those settings the probabilities here are bit-identical to Python onnxruntime on
+//! every golden case, at 1 and 2 intra-op threads (`tests/smart_turn_*`).
+//!
+//! A [`SmartTurn`] is loaded once per process and shared (`Arc`): it holds one
+//! ONNX Runtime session per *lane* (one by default) with the feature extractor and
+//! the feature buffer that go with it, each lane behind a mutex, so an analysis
+//! never allocates its 256 KB of features and never builds a session. An analysis
+//! takes tens of milliseconds of CPU: run it on an inference pool
+//! (`SmartTurnService`), never on a tokio worker.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use ort::session::Session;
+use ort::session::builder::GraphOptimizationLevel;
+use ort::value::TensorRef;
+
+use super::features::{FEATURES_LEN, FeatureExtractor, N_FRAMES, N_MELS, WINDOW_SAMPLES};
+use crate::runtime::{self, RuntimeError};
+
+/// Default ONNX Runtime intra-op threads for one analysis.
+///
+/// Measured on the 2-core build machine (bench/results, `brisvox-bench`): a
+/// second intra-op thread did not lower the analysis latency on 2 busy cores
+/// and costs more CPU, so one thread is the default. Raise it on machines with
+/// spare cores through [`SmartTurnConfig::intra_threads`].
+pub const DEFAULT_INTRA_THREADS: usize = 1;
+
+/// Probability above which the model calls the turn complete (Pipecat: `> 0.5`).
+pub const COMPLETE_THRESHOLD: f32 = 0.5;
+
+/// ONNX Runtime graph optimisation level for the Smart Turn session.
+///
+/// Only [`GraphOptimization::All`] (the default) reproduces the reference; the
+/// others exist so the tests can show that the level matters for this model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GraphOptimization {
+    /// `ORT_DISABLE_ALL`.
+    Disable,
+    /// `ORT_ENABLE_BASIC`.
+    Basic,
+    /// `ORT_ENABLE_EXTENDED`.
+    Extended,
+    /// `ORT_ENABLE_LAYOUT` (`ort`'s `Level3`).
+    Layout,
+    /// `ORT_ENABLE_ALL`: what Pipecat runs, the reference.
+    #[default]
+    All,
+}
+
+impl GraphOptimization {
+    fn to_ort(self) -> GraphOptimizationLevel {
+        match self {
+            GraphOptimization::Disable => GraphOptimizationLevel::Disable,
+            GraphOptimization::Basic => GraphOptimizationLevel::Level1,
+            GraphOptimization::Extended => GraphOptimizationLevel::Level2,
+            GraphOptimization::Layout => GraphOptimizationLevel::Level3,
+            GraphOptimization::All => GraphOptimizationLevel::All,
+        }
+    }
+}
+
+/// How the Smart Turn model is loaded and run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmartTurnConfig {
+    /// ONNX Runtime intra-op threads per analysis (0 is raised to 1).
+    pub intra_threads: usize,
+    /// Sessions that can run analyses at the same time (0 is raised to 1). One is
+    /// enough when one executor thread runs the analyses; give one per executor
+    /// thread otherwise. Each costs the session's memory (~20-30 MB).
+    pub sessions: usize,
+    /// Graph optimisation level; keep the default ([`GraphOptimization::All`]).
+    pub graph_optimization: GraphOptimization,
+    /// The model file; `None` finds `smart-turn-v3.2-cpu.onnx` in the models folder.
+    pub model_path: Option<PathBuf>,
+}
+
+impl Default for SmartTurnConfig {
+    fn default() -> Self {
+        SmartTurnConfig {
+            intra_threads: DEFAULT_INTRA_THREADS,
+            sessions: 1,
+            graph_optimization: GraphOptimization::All,
+            model_path: None,
+        }
+    }
+}
+
+/// The outcome of one analysis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Verdict {
+    /// The model's probability that the turn is complete, 0..=1.
+    pub probability: f32,
+    /// `probability > COMPLETE_THRESHOLD`.
+    pub complete: bool,
+    /// Wall time of the feature extraction, in microseconds.
+    pub features_us: u64,
+    /// Wall time of the model run, in microseconds.
+    pub model_us: u64,
+}
+
+/// Why an analysis produced no verdict.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum SmartTurnError {
+    /// The runtime or the model file could not be loaded, or ONNX Runtime failed.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// The model's output was not the expected `logits` [1, 1] probability.
+    #[error("unexpected Smart Turn output: {reason}")]
+    BadOutput {
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// Features of the wrong length were passed.
+    #[error("features hold {actual} values, expected {expected}")]
+    WrongFeatureLength {
+        /// `FEATURES_LEN`.
+        expected: usize,
+        /// The length that was passed.
+        actual: usize,
+    },
+    /// The executor's queue was full; the analysis was refused.
+    #[error("the Smart Turn executor is saturated; the analysis was refused")]
+    Saturated,
+    /// The analysis did not start before its deadline and was skipped.
+    #[error("the Smart Turn analysis did not start before its deadline")]
+    TimedOut,
+    /// The executor failed the job (it panicked or the executor shut down).
+    #[error("the Smart Turn analysis failed on its executor: {reason}")]
+    ExecutorFailed {
+        /// What the executor said.
+        reason: String,
+    },
+}
+
+impl From<ort::Error> for SmartTurnError {
+    fn from(e: ort::Error) -> Self {
+        SmartTurnError::Runtime(RuntimeError::from(e))
+    }
+}
+
+/// One session with the scratch an analysis needs next to it.
+struct Lane {
+    session: Session,
+    extractor: FeatureExtractor,
+    features: Vec<f32>,
+}
+
+/// The loaded Smart Turn v3.2 model; load once per process and share it.
+pub struct SmartTurn {
+    lanes: Vec<Mutex<Lane>>,
+    next_lane: AtomicUsize,
+    config: SmartTurnConfig,
+}
+
+impl std::fmt::Debug for SmartTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmartTurn")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SmartTurn {
+    /// Loads ONNX Runtime (once per process) and builds `config.sessions` sessions.
+    ///
+    /// Takes a few hundred milliseconds: call it at startup, then [`warm_up`](Self::warm_up).
+    pub fn load(mut config: SmartTurnConfig) -> Result<Self, SmartTurnError> {
+        config.intra_threads = config.intra_threads.max(1);
+        config.sessions = config.sessions.max(1);
+        let path = match &config.model_path {
+            Some(p) => p.clone(),
+            None => runtime::find_model_file(runtime::SMART_TURN_FILE)?,
+        };
+        let lanes = (0..config.sessions)
+            .map(|_| {
+                let session = runtime::session_builder()?
+                    .with_optimization_level(config.graph_optimization.to_ort())
+                    .map_err(ort::Error::from)?
+                    .with_parallel_execution(false)
+                    .map_err(ort::Error::from)?
+                    .with_inter_threads(1)
+                    .map_err(ort::Error::from)?
+                    .with_intra_threads(config.intra_threads)
+                    .map_err(ort::Error::from)?
+                    .commit_from_file(&path)?;
+                Ok(Mutex::new(Lane {
+                    session,
+                    extractor: FeatureExtractor::new(),
+                    features: vec![0.0; FEATURES_LEN],
+                }))
+            })
+            .collect::<Result<Vec<_>, SmartTurnError>>()?;
+        Ok(SmartTurn {
+            lanes,
+            next_lane: AtomicUsize::new(0),
+            config,
+        })
+    }
+
+    /// The configuration in use (thread and session counts raised to at least 1).
+    pub fn config(&self) -> &SmartTurnConfig {
+        &self.config
+    }
+
+    /// Runs every session twice on speech-like input so the first real analysis
+    /// does not pay ONNX Runtime's first-run costs (allocations, kernel selection).
+    pub fn warm_up(&self) -> Result<(), SmartTurnError> {
+        // A deterministic chirp with an envelope: not silence, so every code path
+        // of the quantised graph sees realistic ranges.
+        let pcm: Vec<i16> = (0..WINDOW_SAMPLES / 2)
+            .map(|i| {
+                let t = i as f64 / 16_000.0;
+                let env = (t * 3.0 * std::f64::consts::PI).sin().abs();
+                (env * (2.0 * std::f64::consts::PI * (150.0 + 400.0 * t) * t).sin() * 6000.0) as i16
+            })
+            .collect();
+        for lane in &self.lanes {
+            let mut lane = lock(lane);
+            for _ in 0..2 {
+                lane.analyze(&pcm)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Features and model on `pcm` (16 kHz mono int16; the last 8 s are used).
+    ///
+    /// Blocks for the whole analysis (tens of ms): call it from a pool thread.
+    pub fn analyze(&self, pcm: &[i16]) -> Result<Verdict, SmartTurnError> {
+        self.lane().analyze(pcm)
+    }
+
+    /// The model alone on precomputed features (`[80][800]`, [`FEATURES_LEN`] values).
+    pub fn probability_of_features(&self, features: &[f32]) -> Result<f32, SmartTurnError> {
+        if features.len() != FEATURES_LEN {
+            return Err(SmartTurnError::WrongFeatureLength {
+                expected: FEATURES_LEN,
+                actual: features.len(),
+            });
+        }
+        run_model(&mut self.lane().session, features)
+    }
+
+    /// A free lane if there is one, else waits on the next in turn.
+    fn lane(&self) -> MutexGuard<'_, Lane> {
+        for lane in &self.lanes {
+            if let Ok(guard) = lane.try_lock() {
+                return guard;
+            }
+        }
+        let i = self.next_lane.fetch_add(1, Ordering::Relaxed) % self.lanes.len();
+        lock(&self.lanes[i])
+    }
+}
+
+/// A poisoned lane is still usable: the session and buffers hold no invariant a
+/// panic in the middle of an analysis could break (the next analysis overwrites them).
+fn lock(lane: &Mutex<Lane>) -> MutexGuard<'_, Lane> {
+    lane.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Lane {
+    fn analyze(&mut self, pcm: &[i16]) -> Result<Verdict, SmartTurnError> {
+        let started = Instant::now();
+        // `features` is allocated with FEATURES_LEN values, the only error case.
+        self.extractor
+            .compute_into(pcm, &mut self.features)
+            .expect("lane buffer is FEATURES_LEN long");
+        let features_done = Instant::now();
+        let probability = run_model(&mut self.session, &self.features)?;
+        let model_done = Instant::now();
+        Ok(Verdict {
+            probability,
+            complete: probability > COMPLETE_THRESHOLD,
+            features_us: micros(features_done - started),
+            model_us: micros(model_done - features_done),
+        })
+    }
+}
+
+fn micros(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+fn run_model(session: &mut Session, features: &[f32]) -> Result<f32, SmartTurnError> {
+    let input = TensorRef::from_array_view(([1usize, N_MELS, N_FRAMES], features))?;
+    let outputs = session.run(ort::inputs!["input_features" => input])?;
+    let logits = outputs
+        .get("logits")
+        .ok_or_else(|| SmartTurnError::BadOutput {
+            reason: "no output named `logits`".to_owned(),
+        })?;
+    let (_, values) = logits.try_extract_tensor::<f32>()?;
+    match values {
+        [p] if p.is_finite() => Ok(*p),
+        other => Err(SmartTurnError::BadOutput {
+            reason: format!("expected one finite value, got {other:?}"),
+        }),
+    }
+}
