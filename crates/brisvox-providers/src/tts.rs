@@ -125,7 +125,7 @@ impl TtsEvent {
 }
 
 /// What the engine sends to a session, in order. Cancels do not travel here
-/// (see [`TtsBackend::cancelled`]).
+/// (see [`TtsCancels::cancelled`]).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum TtsInput {
@@ -199,13 +199,22 @@ pub struct TtsEvents {
     shared: Arc<Shared>,
 }
 
-/// The provider's side of a TTS session (used by adapters and mocks).
+/// The provider's side of a TTS session (used by adapters and mocks). Its fields
+/// are public so a provider task can borrow them separately in `select!`.
 #[derive(Debug)]
 pub struct TtsBackend {
     /// What the engine sent, in order; `None` once every sender is gone.
     pub input: mpsc::Receiver<TtsInput>,
     /// Where to put events; waits when the engine is behind.
     pub events: mpsc::Sender<TtsEvent>,
+    /// The engine's cancels.
+    pub cancels: TtsCancels,
+}
+
+/// The provider's view of the engine's cancels (they do not travel through the
+/// input queue, so a full queue never delays one).
+#[derive(Debug)]
+pub struct TtsCancels {
     shared: Arc<Shared>,
 }
 
@@ -228,7 +237,7 @@ impl TtsSession {
         let backend = TtsBackend {
             input: input_rx,
             events: events_tx,
-            shared,
+            cancels: TtsCancels { shared },
         };
         (session, backend)
     }
@@ -358,7 +367,7 @@ impl TtsEvents {
     }
 }
 
-impl TtsBackend {
+impl TtsCancels {
     /// Whether `ctx` has been cancelled (directly or by a later context's cancel).
     pub fn is_cancelled(&self, ctx: ContextId) -> bool {
         self.shared.is_retired(ctx)
@@ -370,7 +379,7 @@ impl TtsBackend {
     }
 
     /// Waits until a cancel arrives after the last time this returned; read
-    /// [`TtsBackend::cancelled_through`] then.
+    /// [`TtsCancels::cancelled_through`] then.
     ///
     /// # Cancel safety
     ///
