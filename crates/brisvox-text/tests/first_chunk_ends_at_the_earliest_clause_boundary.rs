@@ -6,27 +6,49 @@ use common::*;
 #[test]
 fn one_word_clause_is_the_first_chunk_by_default() {
     assert_eq!(
-        chunks(en(), "Sure, here is a fairly long answer to your question. Next one."),
-        ["Sure,", "here is a fairly long answer to your question.", "Next one."]
+        chunks(
+            en(),
+            "Sure, here is a fairly long answer to your question. Next one."
+        ),
+        [
+            "Sure,",
+            "here is a fairly long answer to your question.",
+            "Next one."
+        ]
     );
-    assert_eq!(chunks(tr(), "Peki, hemen bakıyorum. Tamam."), ["Peki,", "hemen bakıyorum.", "Tamam."]);
+    assert_eq!(
+        chunks(tr(), "Peki, hemen bakıyorum. Tamam."),
+        ["Peki,", "hemen bakıyorum.", "Tamam."]
+    );
 }
 
 #[test]
 fn semicolon_colon_and_spaced_dash_are_clause_boundaries() {
-    assert_eq!(chunks(en(), "Well; that is it. Ok."), ["Well;", "that is it.", "Ok."]);
+    assert_eq!(
+        chunks(en(), "Well; that is it. Ok."),
+        ["Well;", "that is it.", "Ok."]
+    );
     assert_eq!(chunks(en(), "Note: this. Ok."), ["Note:", "this.", "Ok."]);
-    assert_eq!(chunks(en(), "Right - so it goes. Ok."), ["Right -", "so it goes.", "Ok."]);
+    assert_eq!(
+        chunks(en(), "Right - so it goes. Ok."),
+        ["Right -", "so it goes.", "Ok."]
+    );
 }
 
 #[test]
 fn later_clause_marks_do_not_end_chunks() {
-    assert_eq!(chunks(en(), "Yes, a, b; c: d - e. F."), ["Yes,", "a, b; c: d - e.", "F."]);
+    assert_eq!(
+        chunks(en(), "Yes, a, b; c: d - e. F."),
+        ["Yes,", "a, b; c: d - e.", "F."]
+    );
 }
 
 #[test]
 fn marks_inside_tokens_are_not_clause_boundaries() {
-    assert_eq!(chunks(en(), "It costs 1,000 at 10:30 today, ok"), ["It costs 1,000 at 10:30 today,", "ok"]);
+    assert_eq!(
+        chunks(en(), "It costs 1,000 at 10:30 today, ok"),
+        ["It costs 1,000 at 10:30 today,", "ok"]
+    );
     assert_eq!(chunks(en(), "well-known thing"), ["well-known thing"]);
 }
 
@@ -37,7 +59,10 @@ fn min_words_is_configurable() {
         chunks(three, "Sure, here it is, all of it. Done."),
         ["Sure, here it is,", "all of it.", "Done."]
     );
-    assert_eq!(chunks(three, "Hi. How are you doing? Good."), ["Hi. How are you doing?", "Good."]);
+    assert_eq!(
+        chunks(three, "Hi. How are you doing? Good."),
+        ["Hi. How are you doing?", "Good."]
+    );
 }
 
 #[test]

@@ -22,7 +22,10 @@ pub(crate) fn is_dash(c: char) -> bool {
 /// Characters that close a sentence after its terminator: quotes, brackets
 /// and markdown emphasis (`**Done.**`, `"Yes!"`, `(see above.)`).
 pub(crate) fn is_closer(c: char) -> bool {
-    matches!(c, '"' | '\'' | '”' | '’' | '»' | ')' | ']' | '}' | '*' | '_' | '`')
+    matches!(
+        c,
+        '"' | '\'' | '”' | '’' | '»' | ')' | ']' | '}' | '*' | '_' | '`'
+    )
 }
 
 /// Bullet markers: a line holding only one of them is not a chunk.
@@ -47,7 +50,13 @@ pub(crate) struct Run {
 
 /// Scans the run that starts at byte `start` of `text`.
 pub(crate) fn scan_run(text: &str, start: usize) -> Run {
-    let mut run = Run { end: start, chars: 0, open: true, strong: false, periods: 0 };
+    let mut run = Run {
+        end: start,
+        chars: 0,
+        open: true,
+        strong: false,
+        periods: 0,
+    };
     let mut closing = false;
     for (i, c) in text[start..].char_indices() {
         let take = if !closing && is_terminator(c) {
@@ -128,7 +137,11 @@ pub(crate) fn classify(word: &str, run: &Run, line_start: bool, language: Langua
         return PeriodKind::Ellipsis;
     }
     if !word.is_empty() && word.bytes().all(|b| b.is_ascii_digit()) {
-        return if line_start { PeriodKind::ListMarker } else { PeriodKind::Number };
+        return if line_start {
+            PeriodKind::ListMarker
+        } else {
+            PeriodKind::Number
+        };
     }
     if is_acronym(word) {
         return PeriodKind::Acronym;
@@ -168,7 +181,10 @@ fn is_address(word: &str) -> bool {
     match word.rsplit_once('.') {
         Some((host, tld)) => {
             !host.is_empty()
-                && host.chars().next_back().is_some_and(|c| c.is_alphanumeric())
+                && host
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric())
                 && (2..=6).contains(&tld.len())
                 && tld.bytes().all(|b| b.is_ascii_lowercase())
         }
@@ -187,7 +203,10 @@ mod tests {
     #[test]
     fn runs_take_terminators_then_closers() {
         let run = scan_run("?!\"* x", 0);
-        assert_eq!((run.end, run.chars, run.open, run.strong), (4, 4, false, true));
+        assert_eq!(
+            (run.end, run.chars, run.open, run.strong),
+            (4, 4, false, true)
+        );
         assert!(scan_run("..", 0).open);
         assert_eq!(scan_run("…", 0).periods, 3);
     }

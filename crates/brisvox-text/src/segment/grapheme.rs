@@ -44,7 +44,11 @@ pub(crate) fn is_safe_cut(s: &str, at: usize) -> bool {
     }
     if is_regional_indicator(prev) && is_regional_indicator(next) {
         // Flags are pairs: a cut is safe only after an even number of them.
-        let run = s[..at].chars().rev().take_while(|&c| is_regional_indicator(c)).count();
+        let run = s[..at]
+            .chars()
+            .rev()
+            .take_while(|&c| is_regional_indicator(c))
+            .count();
         return run % 2 == 0;
     }
     true

@@ -64,7 +64,11 @@ impl SegmenterConfig {
             Language::En => FIRST_MIN_WORDS_EN,
             Language::Tr => FIRST_MIN_WORDS_TR,
         };
-        Self { language, first_min_words, max_chunk_chars: MAX_CHUNK_CHARS }
+        Self {
+            language,
+            first_min_words,
+            max_chunk_chars: MAX_CHUNK_CHARS,
+        }
     }
 
     /// Sets the words the first chunk needs.
@@ -142,7 +146,10 @@ impl Segmenter {
     /// A segmenter for one stream at a time with `config`.
     pub fn new(config: SegmenterConfig) -> Self {
         let max = config.max_chunk_chars.max(MIN_MAX_CHUNK_CHARS);
-        let config = SegmenterConfig { max_chunk_chars: max, ..config };
+        let config = SegmenterConfig {
+            max_chunk_chars: max,
+            ..config
+        };
         Self {
             config,
             pending: String::with_capacity(max + 16),

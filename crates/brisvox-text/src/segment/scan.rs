@@ -96,9 +96,8 @@ impl Scan {
         self.after_declined = false;
         if boundary::is_terminator(c) {
             self.on_terminator(text, ctx)
-        } else if boundary::is_clause_mark(c) {
-            self.on_clause_mark(text, ctx, c.len_utf8())
-        } else if boundary::is_dash(c) && self.spaced_before(text) {
+        } else if boundary::is_clause_mark(c) || (boundary::is_dash(c) && self.spaced_before(text))
+        {
             self.on_clause_mark(text, ctx, c.len_utf8())
         } else {
             Flow::Skip(c.len_utf8(), 1)
@@ -164,7 +163,9 @@ impl Scan {
             Some(c) if !c.is_whitespace() => return Flow::Skip(end - self.pos, chars),
             Some(_) => {}
         }
-        let space = after.find(|c: char| !c.is_whitespace()).map_or(after, |i| &after[..i]);
+        let space = after
+            .find(|c: char| !c.is_whitespace())
+            .map_or(after, |i| &after[..i]);
         if space.contains('\n') || self.over_limit {
             return Flow::Cut(end);
         }
@@ -196,7 +197,11 @@ impl Scan {
         if !before.ends_with([' ', '\t', '\u{a0}']) {
             return false;
         }
-        before.trim_end_matches([' ', '\t', '\u{a0}']).chars().next_back().is_some_and(|c| c != '\n')
+        before
+            .trim_end_matches([' ', '\t', '\u{a0}'])
+            .chars()
+            .next_back()
+            .is_some_and(|c| c != '\n')
     }
 
     fn period_kind(&self, text: &str, run: &Run, ctx: &Context) -> PeriodKind {
@@ -207,7 +212,12 @@ impl Scan {
             .find(|(_, c)| c.is_whitespace())
             .map_or(0, |(i, c)| i + c.len_utf8());
         let word = before[start..].trim_start_matches(|c: char| !c.is_alphanumeric());
-        boundary::classify(word, run, starts_line(text, start, ctx.line_start), ctx.language)
+        boundary::classify(
+            word,
+            run,
+            starts_line(text, start, ctx.line_start),
+            ctx.language,
+        )
     }
 }
 
@@ -218,7 +228,11 @@ fn next_non_space(text: &str) -> Option<char> {
 
 /// Whether the token at byte `start` is the first one on its line.
 fn starts_line(text: &str, start: usize, text_starts_line: bool) -> bool {
-    match text[..start].trim_end_matches(|c: char| c.is_whitespace() && c != '\n').chars().next_back() {
+    match text[..start]
+        .trim_end_matches(|c: char| c.is_whitespace() && c != '\n')
+        .chars()
+        .next_back()
+    {
         None => text_starts_line,
         Some(c) => c == '\n',
     }
@@ -239,7 +253,9 @@ fn newline_ends_chunk(before: &str) -> bool {
 
 /// Words in `text`: whitespace-separated tokens with a letter or digit.
 pub(crate) fn count_words(text: &str) -> usize {
-    text.split_whitespace().filter(|w| w.chars().any(char::is_alphanumeric)).count()
+    text.split_whitespace()
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .count()
 }
 
 #[cfg(test)]

@@ -25,11 +25,19 @@ pub fn timed_chunks(config: SegmenterConfig, tokens: &[(u64, &str)]) -> Vec<Time
     let mut out = Vec::new();
     for (index, &(at_ms, text)) in tokens.iter().enumerate() {
         segmenter.push_into(text, &mut out);
-        chunks.extend(out.drain(..).map(|text| TimedChunk { text, token: Some(index), at_ms }));
+        chunks.extend(out.drain(..).map(|text| TimedChunk {
+            text,
+            token: Some(index),
+            at_ms,
+        }));
     }
     let last_ms = tokens.last().map_or(0, |&(at_ms, _)| at_ms);
     if let Some(text) = segmenter.finish() {
-        chunks.push(TimedChunk { text, token: None, at_ms: last_ms });
+        chunks.push(TimedChunk {
+            text,
+            token: None,
+            at_ms: last_ms,
+        });
     }
     chunks
 }

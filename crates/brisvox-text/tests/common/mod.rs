@@ -39,6 +39,10 @@ pub fn tr() -> SegmenterConfig {
 /// Segments `text` whole and char by char, checks both agree, returns them.
 pub fn chunks(config: SegmenterConfig, text: &str) -> Vec<String> {
     let whole = segment(config, text);
-    assert_eq!(whole, segment_by_char(config, text), "split-dependent output for {text:?}");
+    assert_eq!(
+        whole,
+        segment_by_char(config, text),
+        "split-dependent output for {text:?}"
+    );
     whole
 }
