@@ -6,17 +6,20 @@ Run through scripts/goldens/make-smart-turn-goldens.sh, which builds the venv
 (`_whisper_features.py` from pipecat-ai==1.14.0) into --reference-module-dir.
 
 Each case is a span of a committed fixture (fixtures/*.wav, 16 kHz int16), cut the
-way Pipecat's BaseSmartTurn cuts it: from the utterance start minus 500 ms
-(pre_speech_ms) minus 200 ms (the VAD start delay) to the VAD stop (speech end plus
-the VAD's 200 ms stop_secs), or to a point inside the speech for the "cut
-mid-sentence" cases. The span is then prepared as LocalSmartTurnAnalyzerV3 does
+way Pipecat's BaseSmartTurn cuts it from 20 ms frames: its VAD confirms speech
+200 ms (start_secs) after the speech starts and Pipecat keeps the frames from that
+moment minus 500 ms (pre_speech_ms) minus those 200 ms, up to the VAD stop (speech
+end plus the VAD's 200 ms stop_secs), or up to a point inside the speech for the
+"cut mid-sentence" cases. The span is then prepared as LocalSmartTurnAnalyzerV3 does
 (int16 / 32768 as float32, keep the last 8 s or zero-pad at the start) and fed to
 the vendored feature extractor and to onnxruntime with Pipecat's session options
 (ENABLE_ALL, sequential, 1 inter-op thread, 1 intra-op thread: Pipecat's default
 cpu_count).
 
 Writes into crates/brisvox-models/tests/golden/smart_turn/:
-  manifest.tsv            one line per case: fixture, sample span, FNV-1a 64 of the
+  manifest.tsv            one line per case: fixture, sample span, the 20 ms frame
+                          on which the VAD confirms speech (-1: none), the frames
+                          pushed when the previous turn ended (-1: none), FNV-1a 64 of the
                           int16 input bytes (to notice a changed fixture), reference probability, verdict, features file
   <case>.features.f32     the [80, 800] features, little-endian float32, mel major
   optimisation-levels.tsv the probability of every case under each onnxruntime
@@ -37,6 +40,8 @@ PRE_SPEECH_MS = 500  # pipecat SmartTurnParams.pre_speech_ms
 VAD_START_MS = 200  # pipecat VAD_START_SECS
 VAD_STOP_MS = 200  # pipecat VAD_STOP_SECS
 WINDOW = 8 * SAMPLE_RATE
+FRAME_MS = 20
+FRAME = SAMPLE_RATE * FRAME_MS // 1000
 
 # name, fixture, utterance index, cut: None = the VAD stop after the utterance,
 # a float = a point inside the utterance (fraction of its speech), "whole" = the
@@ -85,24 +90,42 @@ def fnv1a64(data):
     return f"{h:016x}"
 
 
-def ms_to_sample(ms):
-    return int(round(ms * SAMPLE_RATE / 1000))
+def frame_of(ms):
+    """Index of the 20 ms frame holding the instant `ms`."""
+    return int(ms // FRAME_MS)
 
 
 def span_for(meta, n_samples, utterance, cut):
-    """The sample span Pipecat would analyse for this case (clipped to the file)."""
+    """The span Pipecat would analyse for this case, on the 20 ms frame grid.
+
+    Returns (start_sample, end_sample, confirm_frame). Pipecat stamps the first
+    frame its VAD calls speech, which is VAD_START_MS after the speech starts, and
+    keeps the frames from that stamp minus pre_speech_ms minus the VAD start delay;
+    it analyses when the VAD stops, VAD_STOP_MS after the speech ends. confirm_frame
+    is -1 when no start is marked (the whole file is one segment).
+    """
     if cut == "whole":
-        return 0, n_samples
+        return 0, n_samples, -1
     utt = meta["utterances"][utterance]
-    start = ms_to_sample(utt["start_ms"] - PRE_SPEECH_MS - VAD_START_MS)
+    confirm = frame_of(utt["start_ms"] + VAD_START_MS)
+    start = (confirm - (PRE_SPEECH_MS + VAD_START_MS) // FRAME_MS) * FRAME
     if cut is None:
-        end = ms_to_sample(utt["end_ms"] + VAD_STOP_MS)
+        stop_ms = utt["end_ms"] + VAD_STOP_MS
     elif cut == "pause":
         # The first pause inside the sentence, as the VAD would stop on it.
-        end = ms_to_sample(meta["pauses"][0]["start_ms"] + VAD_STOP_MS)
+        stop_ms = meta["pauses"][0]["start_ms"] + VAD_STOP_MS
     else:
-        end = ms_to_sample(utt["start_ms"] + cut * (utt["end_ms"] - utt["start_ms"]))
-    return max(0, start), min(n_samples, end)
+        stop_ms = utt["start_ms"] + cut * (utt["end_ms"] - utt["start_ms"])
+    end = (frame_of(stop_ms) + 1) * FRAME
+    return max(0, start), min(n_samples, end), confirm
+
+
+def previous_turn_end(meta, utterance):
+    """Frames pushed when the previous utterance's turn ended (its VAD stop), or -1."""
+    if utterance == 0:
+        return -1
+    prev = meta["utterances"][utterance - 1]
+    return frame_of(prev["end_ms"] + VAD_STOP_MS) + 1
 
 
 def pipecat_window(segment_int16):
@@ -143,7 +166,7 @@ def main():
         "# Smart Turn v3.2 goldens, written by scripts/goldens/make-smart-turn-goldens.sh",
         f"# onnxruntime {ort.__version__}, numpy {np.__version__}, features: pipecat-ai 1.14.0 "
         "_whisper_features.py; session: ENABLE_ALL, sequential, 1 intra-op, 1 inter-op thread",
-        "# name\tfixture\tstart_sample\tend_sample\tinput_fnv1a64\tprobability\tcomplete\tfeatures",
+        "# name\tfixture\tstart_sample\tend_sample\tconfirm_frame\tprevious_turn_end_frames\tinput_fnv1a64\tprobability\tcomplete\tfeatures",
     ]
     levels = ["# name\t" + "\t".join(name for name, _ in LEVELS)]
     for name, fixture, utterance, cut in CASES:
@@ -151,7 +174,8 @@ def main():
         with open(os.path.join(args.repo, "fixtures", fixture + ".json")) as f:
             meta = json.load(f)
         pcm = read_wav_int16(wav)
-        start, end = span_for(meta, len(pcm), utterance, cut)
+        start, end, confirm = span_for(meta, len(pcm), utterance, cut)
+        prev_end = previous_turn_end(meta, utterance) if cut != "whole" else -1
         segment = pcm[start:end]
         digest = fnv1a64(segment.astype("<i2").tobytes())
         features = compute_whisper_log_mel_features(pipecat_window(segment), do_normalize=True)
@@ -165,7 +189,7 @@ def main():
         feat_file = name + ".features.f32"
         features.astype("<f4").tofile(os.path.join(out_dir, feat_file))
         manifest.append(
-            f"{name}\t{fixture}\t{start}\t{end}\t{digest}\t{p!r}\t{int(p > 0.5)}\t{feat_file}"
+            f"{name}\t{fixture}\t{start}\t{end}\t{confirm}\t{prev_end}\t{digest}\t{p!r}\t{int(p > 0.5)}\t{feat_file}"
         )
         levels.append(name + "\t" + "\t".join(repr(probs[n]) for n, _ in LEVELS))
         print(

@@ -7,9 +7,12 @@
 //!   `tests/golden/smart_turn/`).
 //! - [`model`]: the ONNX Runtime session(s), loaded once per process, with the
 //!   execution settings that reproduce the reference probabilities.
+//! - [`ring`]: each call's last 8 s of audio, and where the current turn began,
+//!   so a snapshot covers the span Pipecat would analyse.
 
 pub mod features;
 pub mod model;
+pub mod ring;
 
 pub use features::{
     FEATURES_LEN, FeatureError, FeatureExtractor, N_FRAMES, N_MELS, SAMPLE_RATE_HZ, WINDOW_SAMPLES,
@@ -17,4 +20,7 @@ pub use features::{
 pub use model::{
     COMPLETE_THRESHOLD, DEFAULT_INTRA_THREADS, GraphOptimization, SmartTurn, SmartTurnConfig,
     SmartTurnError, Verdict,
+};
+pub use ring::{
+    DEFAULT_PRE_SPEECH_MS, FRAME_SAMPLES, RING_SAMPLES, SmartTurnRing, snapshot_buffer,
 };

@@ -15,6 +15,10 @@ pub struct GoldenCase {
     pub fixture: String,
     pub start_sample: usize,
     pub end_sample: usize,
+    /// The 20 ms frame on which the VAD confirms speech (None: no start marked).
+    pub confirm_frame: Option<usize>,
+    /// Frames pushed when the previous turn ended (None: first turn).
+    pub previous_turn_end_frames: Option<usize>,
     pub input_fnv1a64: String,
     pub probability: f32,
     pub complete: bool,
@@ -36,16 +40,22 @@ pub fn cases() -> Vec<GoldenCase> {
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|line| {
             let f: Vec<&str> = line.split('\t').collect();
-            assert_eq!(f.len(), 8, "manifest line: {line}");
+            assert_eq!(f.len(), 10, "manifest line: {line}");
+            let frame = |s: &str| -> Option<usize> {
+                let v: i64 = s.parse().expect("frame index");
+                usize::try_from(v).ok()
+            };
             GoldenCase {
                 name: f[0].to_owned(),
                 fixture: f[1].to_owned(),
                 start_sample: f[2].parse().expect("start"),
                 end_sample: f[3].parse().expect("end"),
-                input_fnv1a64: f[4].to_owned(),
-                probability: f[5].parse().expect("probability"),
-                complete: f[6] == "1",
-                features_file: f[7].to_owned(),
+                confirm_frame: frame(f[4]),
+                previous_turn_end_frames: frame(f[5]),
+                input_fnv1a64: f[6].to_owned(),
+                probability: f[7].parse().expect("probability"),
+                complete: f[8] == "1",
+                features_file: f[9].to_owned(),
             }
         })
         .collect();
