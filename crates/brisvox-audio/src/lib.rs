@@ -20,9 +20,11 @@
 //! fires or when a new input arrives.
 
 pub mod g711;
+pub mod pacer;
 
 pub mod pcm;
 
 pub mod wav;
 
 pub use g711::G711Law;
+pub use pacer::{OutputPacer, PacerMetrics, PacerOutput};
