@@ -476,7 +476,43 @@ impl InferencePool {
         job: impl FnOnce() -> T + Send + 'static,
     ) -> Result<JobHandle<T>, PoolError> {
         let (tx, rx) = oneshot::channel();
-        let task: Task = Box::new(move |start| run_task(start, tx, job));
+        self.enqueue(
+            priority,
+            deadline,
+            Box::new(move |start| run_task(start, tx, job)),
+        )?;
+        Ok(JobHandle { rx })
+    }
+
+    /// Queues a job nobody waits for: it reports through its own side effects.
+    ///
+    /// Same lines, bounds, deadline and panic isolation as [`submit`](Self::submit),
+    /// but there is no handle, so it cannot be cancelled (and costs no channel).
+    pub fn submit_detached(
+        &self,
+        priority: Priority,
+        deadline: Option<Instant>,
+        job: impl FnOnce() + Send + 'static,
+    ) -> Result<(), PoolError> {
+        self.enqueue(
+            priority,
+            deadline,
+            Box::new(move |start| match start {
+                Start::Skip(_) => JobEnd::Skipped,
+                Start::Run => match catch_unwind(AssertUnwindSafe(job)) {
+                    Ok(()) => JobEnd::Completed,
+                    Err(_) => JobEnd::Panicked,
+                },
+            }),
+        )
+    }
+
+    fn enqueue(
+        &self,
+        priority: Priority,
+        deadline: Option<Instant>,
+        task: Task,
+    ) -> Result<(), PoolError> {
         let core = &self.shared.core;
         let queued = QueuedJob {
             enqueued_at: Instant::now(),
@@ -486,7 +522,7 @@ impl InferencePool {
         if self.shared.inline {
             core.counters.submitted.fetch_add(1, Ordering::Relaxed);
             core.start(queued);
-            return Ok(JobHandle { rx });
+            return Ok(());
         }
         {
             let mut lines = core.lines();
@@ -512,7 +548,7 @@ impl InferencePool {
             core.counters.submitted.fetch_add(1, Ordering::Relaxed);
         }
         core.work.notify_one();
-        Ok(JobHandle { rx })
+        Ok(())
     }
 
     /// A snapshot of the counters (each read atomically; not one consistent cut).
