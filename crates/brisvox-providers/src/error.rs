@@ -107,9 +107,9 @@ impl ProviderError {
             | ProviderError::Timeout { .. }
             | ProviderError::Disconnected { .. } => true,
             ProviderError::Server { status, .. } => *status >= 500 || matches!(status, 408 | 429),
-            ProviderError::Auth { .. } | ProviderError::Protocol { .. } | ProviderError::Cancelled => {
-                false
-            }
+            ProviderError::Auth { .. }
+            | ProviderError::Protocol { .. }
+            | ProviderError::Cancelled => false,
         }
     }
 
@@ -200,7 +200,12 @@ mod tests {
     fn retryable_follows_the_kind_and_the_status() {
         assert!(ProviderError::connect("refused").is_retryable());
         assert!(!ProviderError::Auth { status: Some(401) }.is_retryable());
-        assert!(ProviderError::RateLimited { retry_after_ms: None }.is_retryable());
+        assert!(
+            ProviderError::RateLimited {
+                retry_after_ms: None
+            }
+            .is_retryable()
+        );
         assert!(ProviderError::disconnected("reset").is_retryable());
         assert!(!ProviderError::protocol("bad json").is_retryable());
         assert!(ProviderError::server(503, "busy").is_retryable());

@@ -9,17 +9,27 @@
 //!
 //! Order is kept: a [`SttSender::finalize`] is answered with a final covering
 //! every frame sent before it.
+//!
+//! Audio does not travel through the queue as frames (a frame is stored inline
+//! for its largest size, almost 4 KiB): its samples go into a ring of
+//! [`STT_INPUT_BUFFER_SAMPLES`] shared by both ends, allocated once per
+//! session, and the queue carries a small marker in their place, so order with
+//! finalize and close is kept and no frame costs an allocation.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use brisvox_core::AudioFrame;
 use tokio::sync::mpsc;
 
 use crate::{BoxFuture, ProviderError, SendError};
 
-/// Capacity of a session's input queue, in messages (frames plus controls):
-/// 640 ms of 20 ms frames. See [`SttSender::send_audio`] for the overflow policy.
-pub const STT_INPUT_CAPACITY: usize = 32;
+/// Capacity of a session's input queue, in messages (frames plus controls).
+/// See [`SttSender::send_audio`] for the overflow policy.
+pub const STT_INPUT_CAPACITY: usize = 64;
+
+/// Capacity of a session's audio ring, in samples: 640 ms at 16 kHz.
+pub const STT_INPUT_BUFFER_SAMPLES: usize = 10_240;
 
 /// Capacity of a session's event queue. A provider that finds it full waits
 /// (the engine reads events promptly; a backlog means the engine is stuck).
@@ -79,9 +89,13 @@ pub enum SttEvent {
     Closed,
 }
 
-/// What the engine sends to a session, in order.
+/// What the engine sent to a session, in order, as the provider receives it.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "never queued: built on the provider task's stack from the ring"
+)]
 pub enum SttInput {
     /// Caller audio (mono PCM16 at [`SttConfig::sample_rate_hz`]).
     Audio(AudioFrame),
@@ -111,7 +125,16 @@ pub struct SttSession {
 /// Sends audio and controls into a session. Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct SttSender {
-    input: mpsc::Sender<SttInput>,
+    input: mpsc::Sender<Marker>,
+    ring: Arc<Mutex<VecDeque<i16>>>,
+}
+
+/// What the input queue carries; a frame's samples wait in the ring.
+#[derive(Debug, Clone, Copy)]
+enum Marker {
+    Audio { len: u16, sample_rate_hz: u32 },
+    Finalize,
+    Close,
 }
 
 /// Receives a session's events.
@@ -123,10 +146,46 @@ pub struct SttEvents {
 /// The provider's side of an STT session (used by adapters and mocks).
 #[derive(Debug)]
 pub struct SttBackend {
-    /// What the engine sent, in order; `None` once every sender is gone.
-    pub input: mpsc::Receiver<SttInput>,
+    input: mpsc::Receiver<Marker>,
+    ring: Arc<Mutex<VecDeque<i16>>>,
     /// Where to put events; waits when the engine is behind.
     pub events: mpsc::Sender<SttEvent>,
+}
+
+fn lock_ring(ring: &Mutex<VecDeque<i16>>) -> MutexGuard<'_, VecDeque<i16>> {
+    // Poison-proof: a ring of samples is valid after any panic.
+    ring.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl SttBackend {
+    /// The next input, or `None` once every sender is gone and all was read.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: an input is consumed only when this returns it.
+    pub async fn recv(&mut self) -> Option<SttInput> {
+        let marker = self.input.recv().await?;
+        Some(match marker {
+            Marker::Audio {
+                len,
+                sample_rate_hz,
+            } => {
+                let mut buf = [0i16; brisvox_core::frame::MAX_FRAME_SAMPLES];
+                let mut ring = lock_ring(&self.ring);
+                let n = usize::from(len).min(ring.len());
+                for (dst, src) in buf.iter_mut().zip(ring.drain(..n)) {
+                    *dst = src;
+                }
+                drop(ring);
+                // Cannot fail: n <= len, which came from a valid frame, and the rate too.
+                let frame = AudioFrame::from_samples(&buf[..n], sample_rate_hz)
+                    .expect("the marker describes a valid frame");
+                SttInput::Audio(frame)
+            }
+            Marker::Finalize => SttInput::Finalize,
+            Marker::Close => SttInput::Close,
+        })
+    }
 }
 
 impl SttSession {
@@ -134,12 +193,19 @@ impl SttSession {
     pub fn channel() -> (SttSession, SttBackend) {
         let (input_tx, input_rx) = mpsc::channel(STT_INPUT_CAPACITY);
         let (events_tx, events_rx) = mpsc::channel(STT_EVENT_CAPACITY);
+        let ring = Arc::new(Mutex::new(VecDeque::with_capacity(
+            STT_INPUT_BUFFER_SAMPLES,
+        )));
         let session = SttSession {
-            sender: SttSender { input: input_tx },
+            sender: SttSender {
+                input: input_tx,
+                ring: ring.clone(),
+            },
             events: SttEvents { events: events_rx },
         };
         let backend = SttBackend {
             input: input_rx,
+            ring,
             events: events_tx,
         };
         (session, backend)
@@ -189,23 +255,34 @@ impl SttSession {
 }
 
 impl SttSender {
-    /// Queues a copy of `frame` without waiting.
+    /// Queues a copy of `frame`'s samples without waiting (and without allocating).
     ///
     /// Overflow policy: reject the newest. When the input queue
-    /// ([`STT_INPUT_CAPACITY`]) is full the frame is not queued and
+    /// ([`STT_INPUT_CAPACITY`] messages) or the audio ring
+    /// ([`STT_INPUT_BUFFER_SAMPLES`]) is full, nothing is queued and
     /// [`SendError::Full`] is returned; the caller keeps its frame and counts the
-    /// drop (a full queue means the provider task has stalled for over 600 ms,
+    /// drop (a full ring means the provider task has stalled for over 600 ms,
     /// and the transcript of that stretch is lost either way).
     pub fn send_audio(&self, frame: &AudioFrame) -> Result<(), SendError> {
-        // A permit first, so a full queue costs no frame copy.
-        match self.input.try_reserve() {
-            Ok(permit) => {
-                permit.send(SttInput::Audio(frame.clone()));
-                Ok(())
-            }
-            Err(mpsc::error::TrySendError::Full(())) => Err(SendError::Full),
-            Err(mpsc::error::TrySendError::Closed(())) => Err(SendError::Closed),
+        let permit = match self.input.try_reserve() {
+            Ok(permit) => permit,
+            Err(mpsc::error::TrySendError::Full(())) => return Err(SendError::Full),
+            Err(mpsc::error::TrySendError::Closed(())) => return Err(SendError::Closed),
+        };
+        let samples = frame.samples();
+        let mut ring = lock_ring(&self.ring);
+        if ring.len() + samples.len() > STT_INPUT_BUFFER_SAMPLES {
+            return Err(SendError::Full);
         }
+        ring.extend(samples.iter().copied());
+        // The marker goes in while the ring is locked, so markers and samples
+        // keep one order even when clones of this sender race.
+        permit.send(Marker::Audio {
+            // Cannot truncate: a frame holds at most MAX_FRAME_SAMPLES (< u16::MAX).
+            len: samples.len() as u16,
+            sample_rate_hz: frame.sample_rate_hz(),
+        });
+        Ok(())
     }
 
     /// Asks for a final covering every frame sent so far; waits for room in the
@@ -216,7 +293,7 @@ impl SttSender {
     /// Cancel safe: if the future is dropped before it completes, nothing was sent.
     pub async fn finalize(&self) -> Result<(), SendError> {
         self.input
-            .send(SttInput::Finalize)
+            .send(Marker::Finalize)
             .await
             .map_err(|_| SendError::Closed)
     }
@@ -229,7 +306,7 @@ impl SttSender {
     /// Cancel safe: if the future is dropped before it completes, nothing was sent.
     pub async fn close(&self) -> Result<(), SendError> {
         self.input
-            .send(SttInput::Close)
+            .send(Marker::Close)
             .await
             .map_err(|_| SendError::Closed)
     }

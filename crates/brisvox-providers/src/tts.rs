@@ -287,8 +287,19 @@ impl TtsSender {
     /// # Cancel safety
     ///
     /// Cancel safe: if the future is dropped before it completes, nothing was sent.
-    pub async fn send_text(&self, ctx: ContextId, text: impl Into<String>) -> Result<(), SendError> {
-        self.send_for(ctx, TtsInput::Text { ctx, text: text.into() }).await
+    pub async fn send_text(
+        &self,
+        ctx: ContextId,
+        text: impl Into<String>,
+    ) -> Result<(), SendError> {
+        self.send_for(
+            ctx,
+            TtsInput::Text {
+                ctx,
+                text: text.into(),
+            },
+        )
+        .await
     }
 
     /// Ends `ctx`'s text: the provider speaks what is pending, then sends `Done`.

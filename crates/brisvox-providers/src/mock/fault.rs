@@ -107,8 +107,12 @@ mod tests {
             .at(2, Fault::StallAfter { items: 1 })
             .with_probability(0.5, Fault::Refuse(ProviderError::Cancelled));
         assert_eq!(plan.fault_for(9, 2), Some(Fault::StallAfter { items: 1 }));
-        let hits: Vec<bool> = (0..1000).map(|i| plan.fault_for(9, i + 10).is_some()).collect();
-        let again: Vec<bool> = (0..1000).map(|i| plan.fault_for(9, i + 10).is_some()).collect();
+        let hits: Vec<bool> = (0..1000)
+            .map(|i| plan.fault_for(9, i + 10).is_some())
+            .collect();
+        let again: Vec<bool> = (0..1000)
+            .map(|i| plan.fault_for(9, i + 10).is_some())
+            .collect();
         assert_eq!(hits, again);
         let n = hits.iter().filter(|h| **h).count();
         assert!((400..600).contains(&n), "{n} of 1000 at p = 0.5");
@@ -116,7 +120,13 @@ mod tests {
 
     #[test]
     fn slow_start_scales_then_adds() {
-        let f = Fault::SlowStart { factor: 2.0, extra_ms: 5 };
-        assert_eq!(f.first_delay(Duration::from_millis(100)), Duration::from_millis(205));
+        let f = Fault::SlowStart {
+            factor: 2.0,
+            extra_ms: 5,
+        };
+        assert_eq!(
+            f.first_delay(Duration::from_millis(100)),
+            Duration::from_millis(205)
+        );
     }
 }

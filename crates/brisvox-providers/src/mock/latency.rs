@@ -98,7 +98,10 @@ mod tests {
     fn fixed_is_exact_and_draws_nothing() {
         let mut rng = DetRng::new(7);
         let before = rng.clone().next_u64();
-        assert_eq!(Latency::Fixed(150).sample(&mut rng), Duration::from_millis(150));
+        assert_eq!(
+            Latency::Fixed(150).sample(&mut rng),
+            Duration::from_millis(150)
+        );
         assert_eq!(rng.next_u64(), before);
     }
 

@@ -121,7 +121,9 @@ pub struct MockLlm {
 
 impl std::fmt::Debug for MockLlm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MockLlm").field("stats", &self.stats()).finish()
+        f.debug_struct("MockLlm")
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 
@@ -193,7 +195,12 @@ impl MockLlm {
         config.first_token.sample(&mut rng)
     }
 
-    fn take_answer(&self, index: u64, request: &LlmRequest, default: &str) -> (MockAnswer, Option<Fault>) {
+    fn take_answer(
+        &self,
+        index: u64,
+        request: &LlmRequest,
+        default: &str,
+    ) -> (MockAnswer, Option<Fault>) {
         let mut script = lock(&self.inner.script);
         if script.history.len() == LLM_HISTORY_CAPACITY {
             script.history.pop_front();
@@ -336,7 +343,9 @@ impl Run {
     /// The error the planned fault produces now, if it is due; a due stall never returns.
     async fn fault_now(&self) -> Option<ProviderError> {
         match &self.fault {
-            Some(Fault::FailAfter { items, error }) if self.delivered >= *items => Some(error.clone()),
+            Some(Fault::FailAfter { items, error }) if self.delivered >= *items => {
+                Some(error.clone())
+            }
             Some(Fault::DisconnectAfter { items }) if self.delivered >= *items => {
                 Some(ProviderError::disconnected("mock: stream dropped"))
             }
@@ -406,7 +415,11 @@ pub(crate) fn split_tokens(text: &str, words_per_token: usize) -> Vec<String> {
 
 /// About four characters per token, over every message.
 fn estimate_tokens(request: &LlmRequest) -> u32 {
-    let chars: usize = request.messages.iter().map(|m| m.text.chars().count()).sum();
+    let chars: usize = request
+        .messages
+        .iter()
+        .map(|m| m.text.chars().count())
+        .sum();
     u32::try_from(chars.div_ceil(4)).unwrap_or(u32::MAX)
 }
 
@@ -417,8 +430,14 @@ mod tests {
     #[test]
     fn tokens_keep_their_trailing_whitespace_and_concatenate_back() {
         let text = "Okay, got it.  Anything else?";
-        assert_eq!(split_tokens(text, 1), ["Okay, ", "got ", "it.  ", "Anything ", "else?"]);
-        assert_eq!(split_tokens(text, 2), ["Okay, got ", "it.  Anything ", "else?"]);
+        assert_eq!(
+            split_tokens(text, 1),
+            ["Okay, ", "got ", "it.  ", "Anything ", "else?"]
+        );
+        assert_eq!(
+            split_tokens(text, 2),
+            ["Okay, got ", "it.  Anything ", "else?"]
+        );
         assert_eq!(split_tokens(text, 0), [text]);
         assert!(split_tokens("", 1).is_empty());
         for n in 0..5 {

@@ -111,7 +111,9 @@ pub struct MockTts {
 
 impl std::fmt::Debug for MockTts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MockTts").field("stats", &self.stats()).finish()
+        f.debug_struct("MockTts")
+            .field("stats", &self.stats())
+            .finish()
     }
 }
 
@@ -248,12 +250,18 @@ impl OpenContext {
         let sent = self.chunks_sent;
         match &self.fault {
             Some(Fault::Refuse(error)) => return Step::Fail(error.clone()),
-            Some(Fault::FailAfter { items, error }) if sent >= *items => return Step::Fail(error.clone()),
+            Some(Fault::FailAfter { items, error }) if sent >= *items => {
+                return Step::Fail(error.clone());
+            }
             Some(Fault::DisconnectAfter { items }) if sent >= *items => return Step::Disconnect,
             Some(Fault::StallAfter { items }) if sent >= *items => return Step::Stall,
             _ => {}
         }
-        if self.owed_ms > 0 { Step::Chunk } else { Step::Done }
+        if self.owed_ms > 0 {
+            Step::Chunk
+        } else {
+            Step::Done
+        }
     }
 }
 
@@ -318,7 +326,9 @@ impl SessionState {
         self.open.retain(|c| !cancels.is_cancelled(c.id));
         let retired = (before - self.open.len()) as u64;
         let counters = &self.inner.counters;
-        counters.contexts_cancelled.fetch_add(retired, Ordering::Relaxed);
+        counters
+            .contexts_cancelled
+            .fetch_add(retired, Ordering::Relaxed);
     }
 
     /// Handles one input; false when the session ends.
@@ -349,12 +359,17 @@ impl SessionState {
     async fn start(&mut self, id: ContextId, events: &mpsc::Sender<TtsEvent>) -> bool {
         if self.open.len() >= MAX_OPEN_CONTEXTS {
             let error = ProviderError::protocol("mock: too many open contexts");
-            let event = TtsEvent::Error { ctx: Some(id), error };
+            let event = TtsEvent::Error {
+                ctx: Some(id),
+                error,
+            };
             return events.send(event).await.is_ok();
         }
         let counters = &self.inner.counters;
         let index = counters.contexts_started.fetch_add(1, Ordering::Relaxed);
-        let fault = lock(&self.inner.plans).context.fault_for(self.mock.seed, index);
+        let fault = lock(&self.inner.plans)
+            .context
+            .fault_for(self.mock.seed, index);
         self.open.push(OpenContext {
             id,
             index,
@@ -390,7 +405,10 @@ impl SessionState {
             }
             Step::Fail(error) => {
                 let c = self.open.swap_remove(i);
-                permit.send(TtsEvent::Error { ctx: Some(c.id), error });
+                permit.send(TtsEvent::Error {
+                    ctx: Some(c.id),
+                    error,
+                });
             }
             Step::Stall => self.open[i].stalled = true,
             Step::Disconnect => {
