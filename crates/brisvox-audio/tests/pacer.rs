@@ -30,6 +30,7 @@ fn f20(tag: i16) -> AudioFrame {
 }
 
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // Test inputs; frames are inline by design.
 enum Input {
     Frame(Epoch, AudioFrame),
     End(Epoch),
@@ -105,11 +106,11 @@ impl Sim {
     }
 
     fn deliver_due_inputs(&mut self) {
-        if let Some((epoch, frame)) = self.held.take() {
-            if let Err(full) = self.pacer.handle_frame(self.now, epoch, frame) {
-                self.held = Some((full.epoch, full.frame));
-                return;
-            }
+        if let Some((epoch, frame)) = self.held.take()
+            && let Err(full) = self.pacer.handle_frame(self.now, epoch, frame)
+        {
+            self.held = Some((full.epoch, full.frame));
+            return;
         }
         while self.inputs.front().is_some_and(|(t, _)| *t <= self.now) {
             let (_, input) = self.inputs.pop_front().expect("checked above");
@@ -518,7 +519,7 @@ fn the_phase_is_a_whole_ms_below_20_the_same_for_the_same_seed_and_spread_over_s
         let p = phase_offset(seed);
         assert_eq!(p, phase_offset(seed));
         assert!(
-            p < ms(20) && p.subsec_nanos() % 1_000_000 == 0,
+            p < ms(20) && p.subsec_nanos().is_multiple_of(1_000_000),
             "seed {seed}: {p:?}"
         );
         seen[p.as_millis() as usize] = true;
