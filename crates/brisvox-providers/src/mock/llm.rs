@@ -21,7 +21,6 @@ type Responder = Arc<dyn Fn(&LlmRequest) -> MockAnswer + Send + Sync>;
 
 /// Timing and shape of the mock's answers.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub struct MockLlmConfig {
     /// Seed of every latency and random fault draw.
     pub seed: u64,

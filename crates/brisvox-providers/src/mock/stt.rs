@@ -34,7 +34,6 @@ type Transcriber = Arc<dyn Fn(u64) -> String + Send + Sync>;
 
 /// Timing and shape of the mock's transcripts.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub struct MockSttConfig {
     /// Seed of every latency and random fault draw.
     pub seed: u64,

@@ -22,7 +22,6 @@ pub const MAX_OPEN_CONTEXTS: usize = 8;
 
 /// Timing and sound of the mock's speech.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub struct MockTtsConfig {
     /// Seed of every latency and random fault draw.
     pub seed: u64,
