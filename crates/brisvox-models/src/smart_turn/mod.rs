@@ -9,10 +9,13 @@
 //!   execution settings that reproduce the reference probabilities.
 //! - [`ring`]: each call's last 8 s of audio, and where the current turn began,
 //!   so a snapshot covers the span Pipecat would analyse.
+//! - [`service`]: the executor, a pool of its own so analyses never hold up the
+//!   VAD's pool; refused and late analyses are failures, counted.
 
 pub mod features;
 pub mod model;
 pub mod ring;
+pub mod service;
 
 pub use features::{
     FEATURES_LEN, FeatureError, FeatureExtractor, N_FRAMES, N_MELS, SAMPLE_RATE_HZ, WINDOW_SAMPLES,
@@ -23,4 +26,8 @@ pub use model::{
 };
 pub use ring::{
     DEFAULT_PRE_SPEECH_MS, FRAME_SAMPLES, RING_SAMPLES, SmartTurnRing, snapshot_buffer,
+};
+pub use service::{
+    DEFAULT_EXECUTOR_THREADS, PendingVerdict, SmartTurnService, SmartTurnServiceConfig,
+    SmartTurnStats,
 };

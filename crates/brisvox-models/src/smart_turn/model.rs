@@ -13,7 +13,7 @@
 //! the feature buffer that go with it, each lane behind a mutex, so an analysis
 //! never allocates its 256 KB of features and never builds a session. An analysis
 //! takes tens of milliseconds of CPU: run it on an inference pool
-//! (`SmartTurnService`), never on a tokio worker.
+//! ([`SmartTurnService`](super::SmartTurnService)), never on a tokio worker.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
