@@ -1,1 +1,2 @@
+//! Placeholder replaced below.
 fn main() {}
