@@ -25,7 +25,10 @@ if [ "$#" -eq 0 ]; then
   set -- \
     "$here/fixtures/en_two_utterances.wav" \
     "$here/fixtures/en_pause_in_sentence.wav" \
+    "$here/fixtures/en_long_question.wav" \
+    "$here/fixtures/librivox_0870.wav" \
     "$here/fixtures/librivox_0880.wav" \
+    "$here/fixtures/librivox_0930.wav" \
     "$here/fixtures/phone_vm_sorry_16k.wav" \
     "$here/fixtures/phone_vm_sorry_8k.wav" \
     "$here/fixtures/phone_conf_noempty_8k.wav"

@@ -8,6 +8,7 @@
 //! - [`detector`]: turns one probability per window into speech start / stop /
 //!   falling events. No clock, no I/O.
 
+pub mod detector;
 pub mod service;
 pub mod silero;
 
