@@ -23,8 +23,10 @@ pub mod g711;
 pub mod pacer;
 
 pub mod pcm;
+pub mod resample;
 
 pub mod wav;
 
 pub use g711::G711Law;
 pub use pacer::{OutputPacer, PacerMetrics, PacerOutput};
+pub use resample::StreamResampler;
