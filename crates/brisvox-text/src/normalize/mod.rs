@@ -84,28 +84,64 @@ struct Rewriter<'t, 'o> {
 
 impl Rewriter<'_, '_> {
     fn run(&mut self) -> bool {
+        let bytes = self.text.as_bytes();
         let mut i = 0;
         let mut changed = false;
-        while let Some(c) = self.text[i..].chars().next() {
-            let next = i + c.len_utf8();
-            let prev_alnum = self.text[..i]
-                .chars()
-                .next_back()
-                .is_some_and(char::is_alphanumeric);
-            let end = if prev_alnum { None } else { self.try_at(i, c) };
+        while i < bytes.len() {
+            let b = bytes[i];
+            if !is_rule_start(b) {
+                i += 1;
+                continue;
+            }
+            let end = if b == b'.' {
+                self.abbreviation_before(i)
+            } else {
+                self.rule_at(i)
+            };
             match end {
                 Some(end) => {
                     changed = true;
                     i = end;
                 }
-                None if c.is_alphabetic() => i = word_end(self.text, i),
-                None => i = next,
+                None => i += 1,
             }
         }
         if changed {
             self.out.push_str(&self.text[self.copied..]);
         }
         changed
+    }
+
+    /// A rule at `i` (an ASCII trigger or the lead byte of a symbol, so a
+    /// char boundary), when the char before is not a letter or digit.
+    fn rule_at(&mut self, i: usize) -> Option<usize> {
+        let prev_alnum = self.text[..i]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric);
+        let c = self.text[i..].chars().next()?;
+        if prev_alnum { None } else { self.try_at(i, c) }
+    }
+
+    /// An abbreviation whose (first) period is at `dot`.
+    fn abbreviation_before(&mut self, dot: usize) -> Option<usize> {
+        let before = &self.text[self.copied..dot];
+        let word_len: usize = before
+            .chars()
+            .rev()
+            .take_while(|&c| c.is_alphabetic() || c == '.')
+            .map(char::len_utf8)
+            .sum();
+        let word = before[before.len() - word_len..].trim_start_matches('.');
+        let start = dot - word.len();
+        let prev_alnum = self.text[..start]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric);
+        if word.is_empty() || prev_alnum || word.len() > 12 {
+            return None;
+        }
+        self.abbreviation(start)
     }
 
     /// Rewrites whatever starts at `i` (with `c` there); returns its end.
@@ -124,7 +160,6 @@ impl Rewriter<'_, '_> {
             '-' | '−' if digit_after(after) && self.after_space(i) => {
                 Some(self.number(i, after, Prefix::Minus))
             }
-            _ if c.is_alphabetic() => self.abbreviation(i),
             _ => {
                 let currency = Currency::from_symbol(c)?;
                 let start = if digit_after(after) {
@@ -191,6 +226,12 @@ impl Rewriter<'_, '_> {
         self.copied = end + 1;
         Some(end + 1)
     }
+}
+
+/// Bytes where a rule may start: digits, `%`, `$`, `+`, `(`, `-`, the lead
+/// bytes of `€ ₺ − £`, and `.` (the end of an abbreviation).
+fn is_rule_start(b: u8) -> bool {
+    b.is_ascii_digit() || matches!(b, b'.' | b'%' | b'$' | b'+' | b'(' | b'-' | 0xC2 | 0xE2)
 }
 
 /// End of the word starting at `i` (letters and digits).

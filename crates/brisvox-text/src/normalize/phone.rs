@@ -7,55 +7,88 @@
 
 use crate::Language;
 
-/// End of the phone number starting at byte `start`, if one starts there.
+/// What has been read of a possible phone number so far.
+#[derive(Default)]
+struct Shape {
+    plus: bool,
+    paren: bool,
+    leading_zero: bool,
+    digits: usize,
+    groups: usize,
+    first_group: usize,
+    dashes: usize,
+    spaces: usize,
+}
+
+impl Shape {
+    /// Whether no continuation can make a phone number any more (spaced
+    /// groups only count after `+`, `(...)` or a leading `0xx`).
+    fn hopeless(&self) -> bool {
+        let spaced_ok = self.plus || self.paren || (self.leading_zero && self.first_group >= 3);
+        self.spaces > 0 && !spaced_ok
+    }
+
+    /// Whether the digits read so far make a whole phone number.
+    fn accepted(&self) -> bool {
+        if self.plus {
+            (8..=15).contains(&self.digits)
+        } else if self.paren {
+            self.digits == 10
+        } else if self.leading_zero && self.first_group >= 3 {
+            (10..=11).contains(&self.digits) && (self.groups > 1 || self.digits == 11)
+        } else {
+            self.groups >= 3
+                && self.spaces == 0
+                && self.dashes == self.groups - 1
+                && (7..=12).contains(&self.digits)
+        }
+    }
+}
+
+/// End of the phone number starting at byte `start`, if one starts there:
+/// the longest prefix of digit groups that makes one.
 pub(crate) fn phone_end(text: &str, start: usize) -> Option<usize> {
     let bytes = text.as_bytes();
-    let plus = bytes[start] == b'+';
-    let paren = bytes[start] == b'(';
-    let mut i = start + usize::from(plus || paren);
-    let (mut digits, mut groups, mut dashes, mut spaces) = (0usize, 0usize, 0usize, 0usize);
-    let mut first_group = 0usize;
+    let mut shape = Shape {
+        plus: bytes[start] == b'+',
+        paren: bytes[start] == b'(',
+        ..Shape::default()
+    };
+    let mut i = start + usize::from(shape.plus || shape.paren);
+    shape.leading_zero = bytes.get(i) == Some(&b'0');
     let mut best = None;
     loop {
         let from = i;
-        while i < bytes.len() && bytes[i].is_ascii_digit() {
+        while bytes.get(i).is_some_and(u8::is_ascii_digit) {
             i += 1;
         }
-        if i == from || digits + (i - from) > 15 {
-            break;
+        if i == from || shape.digits + (i - from) > 15 {
+            return best;
         }
-        digits += i - from;
-        groups += 1;
-        if groups == 1 {
-            first_group = i - from;
-            if paren {
-                if first_group != 3 || bytes.get(i) != Some(&b')') {
+        shape.digits += i - from;
+        shape.groups += 1;
+        if shape.groups == 1 {
+            shape.first_group = i - from;
+            if shape.paren {
+                if shape.first_group != 3 || bytes.get(i) != Some(&b')') {
                     return None;
                 }
                 i += 1;
             }
         }
-        let leading_zero = bytes[start + usize::from(plus || paren)] == b'0';
-        let accepted = if plus {
-            (8..=15).contains(&digits)
-        } else if paren {
-            digits == 10
-        } else if leading_zero && first_group >= 3 {
-            (10..=11).contains(&digits) && (groups > 1 || digits == 11)
-        } else {
-            groups >= 3 && spaces == 0 && dashes == groups - 1 && (7..=12).contains(&digits)
-        };
-        if accepted {
+        if shape.accepted() {
             best = Some(i);
         }
         match (bytes.get(i), bytes.get(i + 1)) {
-            (Some(b' '), Some(d)) if d.is_ascii_digit() => spaces += 1,
-            (Some(b'-'), Some(d)) if d.is_ascii_digit() => dashes += 1,
-            _ => break,
+            (Some(b' '), Some(d)) if d.is_ascii_digit() => shape.spaces += 1,
+            (Some(b'-'), Some(d)) if d.is_ascii_digit() => shape.dashes += 1,
+            _ => return best,
+        }
+        if shape.hopeless() {
+            return best;
         }
         i += 1;
     }
-    best
 }
 
 /// Writes the phone number `written` digit by digit, a pause (comma) between
