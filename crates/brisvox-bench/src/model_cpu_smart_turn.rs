@@ -1,0 +1,243 @@
+//! CPU and wall time of one Smart Turn v3.2 analysis, by part and thread count.
+//!
+//! Measures, each as the median of `runs` warm runs (after 3 warm-up runs):
+//!
+//! - the Rust feature extractor alone (8 s of audio -> [80, 800]);
+//! - the model alone at 1 and 2 ONNX Runtime intra-op threads;
+//! - a whole analysis (features + model) at 1 and 2 threads;
+//! - the 8 s ring snapshot on the caller's thread.
+//!
+//! CPU is the process's on-CPU time summed over all its threads from
+//! `/proc/self/task/*/schedstat` (nanoseconds), so ONNX Runtime's intra-op workers
+//! are included. Their spinning after a run is included too: each run is followed
+//! by a 20 ms pause before the CPU is read, and the CPU of an idle 20 ms pause (the
+//! control, measured the same way) is subtracted. The configurations are
+//! interleaved round by round so a noisy neighbour hits all of them alike.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use brisvox_models::smart_turn::{
+    FEATURES_LEN, FeatureExtractor, SmartTurn, SmartTurnConfig, SmartTurnRing, WINDOW_SAMPLES,
+    snapshot_buffer,
+};
+
+/// Pause after each run before reading the CPU, so spinning workers are counted.
+const SETTLE: Duration = Duration::from_millis(20);
+const WARM_UP_RUNS: usize = 3;
+
+/// Process CPU time so far (all threads), in nanoseconds.
+fn process_cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// Deterministic speech-like test audio: noise bursts under a syllable-rate envelope.
+fn test_audio(samples: usize) -> Vec<i16> {
+    let mut state: u32 = 0x1234_5678;
+    (0..samples)
+        .map(|i| {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            let noise = f64::from(state) / f64::from(u32::MAX) - 0.5;
+            let t = i as f64 / 16_000.0;
+            let envelope = (t * 4.0 * std::f64::consts::PI).sin().max(0.0);
+            let voice = (2.0 * std::f64::consts::PI * 140.0 * t).sin();
+            ((0.6 * voice + 0.4 * noise) * envelope * 9_000.0) as i16
+        })
+        .collect()
+}
+
+#[derive(Default)]
+struct Samples {
+    wall_us: Vec<f64>,
+    cpu_us: Vec<f64>,
+}
+
+impl Samples {
+    fn push(&mut self, wall: Duration, cpu_ns: u64, control_ns: f64) {
+        self.wall_us.push(wall.as_secs_f64() * 1e6);
+        self.cpu_us.push((cpu_ns as f64 - control_ns).max(0.0) / 1e3);
+    }
+}
+
+fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+/// This thread's CPU time so far, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Times `f` once: wall time of the call, CPU of the call plus the settle pause
+/// (the whole process's, or only this thread's for single-threaded work).
+fn measure_with(cpu: fn() -> u64, f: &mut dyn FnMut()) -> (Duration, u64) {
+    let cpu0 = cpu();
+    let t0 = Instant::now();
+    f();
+    let wall = t0.elapsed();
+    std::thread::sleep(SETTLE);
+    (wall, cpu().saturating_sub(cpu0))
+}
+
+fn measure(f: &mut dyn FnMut()) -> (Duration, u64) {
+    measure_with(process_cpu_ns, f)
+}
+
+/// Measures one Smart Turn analysis and returns a markdown section (no header
+/// lines about the machine: the caller's report has them).
+pub(crate) fn smart_turn_section(runs: usize) -> Result<String, String> {
+    let runs = runs.max(1);
+    let audio = test_audio(WINDOW_SAMPLES);
+    let models: Vec<(usize, SmartTurn)> = [1usize, 2]
+        .into_iter()
+        .map(|threads| {
+            let config = SmartTurnConfig {
+                intra_threads: threads,
+                ..SmartTurnConfig::default()
+            };
+            let model = SmartTurn::load(config).map_err(|e| e.to_string())?;
+            model.warm_up().map_err(|e| e.to_string())?;
+            Ok((threads, model))
+        })
+        .collect::<Result<_, String>>()?;
+    let mut extractor = FeatureExtractor::new();
+    let mut features = vec![0.0f32; FEATURES_LEN];
+    extractor
+        .compute_into(&audio, &mut features)
+        .map_err(|e| e.to_string())?;
+
+    // Control: CPU of an idle settle pause.
+    let control: Vec<f64> = (0..runs.min(20))
+        .map(|_| measure(&mut || {}).1 as f64)
+        .collect();
+    let control_ns = percentile(&control, 0.5);
+    let thread_control: Vec<f64> = (0..runs.min(20))
+        .map(|_| measure_with(thread_cpu_ns, &mut || {}).1 as f64)
+        .collect();
+    let thread_control_ns = percentile(&thread_control, 0.5);
+
+    let mut feats = Samples::default();
+    let mut model_only: Vec<Samples> = models.iter().map(|_| Samples::default()).collect();
+    let mut whole: Vec<Samples> = models.iter().map(|_| Samples::default()).collect();
+    let mut probabilities = Vec::new();
+    for round in 0..WARM_UP_RUNS + runs {
+        let keep = round >= WARM_UP_RUNS;
+        // Single-threaded: this thread's CPU, so no other thread's leftovers count.
+        let (w, c) = measure_with(thread_cpu_ns, &mut || {
+            extractor
+                .compute_into(&audio, &mut features)
+                .expect("buffer is FEATURES_LEN long");
+        });
+        if keep {
+            feats.push(w, c, thread_control_ns);
+        }
+        for (i, (_, model)) in models.iter().enumerate() {
+            let mut p = 0.0;
+            let (w, c) = measure(&mut || {
+                p = model.probability_of_features(&features).unwrap_or(f32::NAN);
+            });
+            let mut verdict = None;
+            let (w2, c2) = measure(&mut || verdict = model.analyze(&audio).ok());
+            if keep {
+                model_only[i].push(w, c, control_ns);
+                whole[i].push(w2, c2, control_ns);
+                probabilities.push(p);
+            }
+        }
+    }
+    let (snap_8s_us, snap_3s_us) = ring_snapshot_us();
+
+    let mut md = String::new();
+    let _ = writeln!(md, "## Smart Turn v3.2: CPU and wall time per analysis\n");
+    let _ = writeln!(
+        md,
+        "Median (p50) and p90 of {runs} warm runs after {WARM_UP_RUNS} warm-up runs, \
+         configurations interleaved round by round. Input: 8 s of deterministic \
+         speech-like audio (the work does not depend on the content: the model input \
+         is always [1, 80, 800]). CPU of the model and analysis rows = on-CPU time of \
+         every thread of the process (`/proc/self/task/*/schedstat`), read 20 ms after \
+         each run so ONNX Runtime's spinning intra-op workers are counted, minus an \
+         idle 20 ms control ({:.0} us); CPU of the features row = the calling thread's \
+         own on-CPU time (the extractor is single-threaded). Session: ENABLE_ALL, sequential, 1 inter-op thread (the \
+         reference settings).\n",
+        control_ns / 1e3
+    );
+    let _ = writeln!(
+        md,
+        "| what | intra-op threads | wall p50 ms | wall p90 ms | CPU p50 ms | CPU p90 ms |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    let mut row = |what: &str, threads: &str, s: &Samples| {
+        let _ = writeln!(
+            md,
+            "| {what} | {threads} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            percentile(&s.wall_us, 0.5) / 1e3,
+            percentile(&s.wall_us, 0.9) / 1e3,
+            percentile(&s.cpu_us, 0.5) / 1e3,
+            percentile(&s.cpu_us, 0.9) / 1e3,
+        );
+    };
+    row("features (Rust)", "-", &feats);
+    for (i, (threads, _)) in models.iter().enumerate() {
+        row("model", &threads.to_string(), &model_only[i]);
+    }
+    for (i, (threads, _)) in models.iter().enumerate() {
+        row("analysis (features + model)", &threads.to_string(), &whole[i]);
+    }
+    let spread = probabilities
+        .iter()
+        .fold((f32::MAX, f32::MIN), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+    let _ = writeln!(
+        md,
+        "\nRing snapshot on the caller's thread (copy into a recycled buffer, median \
+         of 2,000): full 8 s {snap_8s_us:.2} us, 3 s turn {snap_3s_us:.2} us.\n\n\
+         Probabilities over all runs and both thread counts: min {:.9}, max {:.9} \
+         (identical runs give identical bits).",
+        spread.0, spread.1
+    );
+    Ok(md)
+}
+
+/// Median time of a ring snapshot of a full 8 s turn and of a 3 s turn, in us.
+fn ring_snapshot_us() -> (f64, f64) {
+    let audio = test_audio(WINDOW_SAMPLES + 16_000);
+    let mut out = snapshot_buffer();
+    let mut time = |ring: &SmartTurnRing| {
+        let mut t = Vec::with_capacity(2_000);
+        for _ in 0..2_000 {
+            let t0 = Instant::now();
+            std::hint::black_box(ring.snapshot_into(&mut out));
+            t.push(t0.elapsed().as_secs_f64() * 1e6);
+        }
+        percentile(&t, 0.5)
+    };
+    let mut full = SmartTurnRing::new();
+    for frame in audio.chunks(320) {
+        full.push(frame);
+    }
+    let mut short = SmartTurnRing::new();
+    for (k, frame) in audio.chunks(320).enumerate() {
+        short.push(frame);
+        if k == 299 {
+            short.end_turn(); // the turn's audio is the last 3 s (150 frames)
+        }
+    }
+    (time(&full), time(&short))
+}
