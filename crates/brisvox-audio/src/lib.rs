@@ -19,14 +19,14 @@
 //! [`PacerOutput::Idle`]; arm one timer for the deadline and poll again when it
 //! fires or when a new input arrives.
 
+pub mod framer;
 pub mod g711;
 pub mod pacer;
-
 pub mod pcm;
 pub mod resample;
-
 pub mod wav;
 
+pub use framer::OutputFramer;
 pub use g711::G711Law;
 pub use pacer::{OutputPacer, PacerMetrics, PacerOutput};
 pub use resample::StreamResampler;
