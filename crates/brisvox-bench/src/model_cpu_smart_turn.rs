@@ -64,7 +64,8 @@ struct Samples {
 impl Samples {
     fn push(&mut self, wall: Duration, cpu_ns: u64, control_ns: f64) {
         self.wall_us.push(wall.as_secs_f64() * 1e6);
-        self.cpu_us.push((cpu_ns as f64 - control_ns).max(0.0) / 1e3);
+        self.cpu_us
+            .push((cpu_ns as f64 - control_ns).max(0.0) / 1e3);
     }
 }
 
@@ -141,6 +142,7 @@ pub(crate) fn smart_turn_section(runs: usize) -> Result<String, String> {
         let keep = round >= WARM_UP_RUNS;
         // Single-threaded: this thread's CPU, so no other thread's leftovers count.
         let (w, c) = measure_with(thread_cpu_ns, &mut || {
+            // `features` was allocated with FEATURES_LEN values, the only error case.
             extractor
                 .compute_into(&audio, &mut features)
                 .expect("buffer is FEATURES_LEN long");
@@ -199,7 +201,11 @@ pub(crate) fn smart_turn_section(runs: usize) -> Result<String, String> {
         row("model", &threads.to_string(), &model_only[i]);
     }
     for (i, (threads, _)) in models.iter().enumerate() {
-        row("analysis (features + model)", &threads.to_string(), &whole[i]);
+        row(
+            "analysis (features + model)",
+            &threads.to_string(),
+            &whole[i],
+        );
     }
     let spread = probabilities
         .iter()
