@@ -85,6 +85,14 @@ mod tests {
         assert_eq!(hard_cut(flags, 12), 8);
         let thumb = "x\u{1F44D}\u{1F3FD}";
         assert_eq!(hard_cut(thumb, 5), 1);
+        let heart = "a\u{2764}\u{FE0F}";
+        assert_eq!(
+            hard_cut(heart, heart.len() - 3),
+            1,
+            "variation selector stays"
+        );
+        let keycap = "a1\u{FE0F}\u{20E3}";
+        assert_eq!(hard_cut(keycap, keycap.len() - 3), 1, "keycap stays whole");
         let e_acute = "e\u{301}";
         assert_eq!(hard_cut(e_acute, 1), 1, "no safe cut: the cap itself");
     }
