@@ -432,6 +432,29 @@ fn an_interrupt_while_a_push_is_blocked_abandons_that_frame_uncounted() {
 }
 
 #[test]
+fn an_interrupt_after_the_push_returned_leaves_that_frame_played_then_the_new_turn_follows() {
+    let mut sim = Sim::new(OutputPacer::new());
+    sim.frames_at(0, Epoch::ZERO, 0, 8);
+    // Frame 3 leaves at 60 ms and the sink holds it; the interrupt comes 1 ms later.
+    sim.input(61, Input::Interrupt(Epoch(1)));
+    sim.frames_at(70, Epoch(1), 100, 2);
+    sim.run(10_000);
+    assert_eq!(
+        sim.log,
+        vec![
+            Out::Played(0, 0.0, 0.0),
+            Out::Played(1, 20.0, 20.0),
+            Out::Played(2, 40.0, 40.0),
+            Out::Played(3, 60.0, 60.0),
+            Out::Played(100, 70.0, 70.0),
+            Out::Played(101, 90.0, 90.0),
+        ]
+    );
+    let m = sim.pacer.metrics();
+    assert_eq!((m.frames_played, m.stale_dropped), (6, 4));
+}
+
+#[test]
 fn a_tts_end_is_held_until_the_last_frame_has_played_out() {
     let mut sim = Sim::new(OutputPacer::new());
     sim.frames_at(0, Epoch::ZERO, 0, 5);
