@@ -1,52 +1,11 @@
 //! No allocation after construction on the media path: a counting global
-//! allocator (per thread, so parallel tests do not disturb each other) watches
-//! StreamResampler and OutputFramer in steady state.
-//!
-//! `unsafe` is denied in the workspace; a `GlobalAlloc` impl cannot be written
-//! without it, so this test file (and only it) allows it. It forwards every
-//! call to the system allocator unchanged and only counts.
-#![allow(unsafe_code)]
+//! allocator (`tests/counting_alloc`) watches StreamResampler and OutputFramer
+//! in steady state.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+mod counting_alloc;
 
 use brisvox_audio::{OutputFramer, StreamResampler};
-
-struct Counting;
-
-thread_local! {
-    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn count() {
-    // try_with: the slot may be gone while a thread is being torn down.
-    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-}
-
-fn allocations() -> usize {
-    ALLOCATIONS.with(Cell::get)
-}
-
-// SAFETY: every call is forwarded to `System` with the same arguments.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+use counting_alloc::allocations;
 
 const RATES: [u32; 5] = [8_000, 16_000, 22_050, 24_000, 48_000];
 
