@@ -87,8 +87,11 @@ fn report_worst_pushes() {
                 .min_by_key(|r| r.1)
                 .unwrap_or_default();
             println!(
-                "  {}/{size}: p99 {:?}, max {:?}",
-                shape.name, best.0, best.1
+                "  {}/{size}: {} pushes, p99 {:?}, max {:?}",
+                shape.name,
+                pieces.len(),
+                best.0,
+                best.1
             );
         }
     }
