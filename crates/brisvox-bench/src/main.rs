@@ -2,13 +2,128 @@
 //!
 //! Each subcommand writes a markdown report that starts with the command that
 //! produced it and the machine it ran on.
+//!
+//! ```text
+//! brisvox-bench model-cpu [--seconds S] [--rounds N] [--streams 1,10,100,500]
+//!                         [--smart-turn-runs N] [--out bench/results/model-cpu.md]
+//! ```
+
+mod alloc_count;
+mod cpu;
+mod model_cpu;
+mod model_cpu_profile;
+mod model_cpu_smart_turn;
+mod report;
+
+use std::path::PathBuf;
+
+/// Counts Rust heap use, for memory per stream and allocations per window.
+#[global_allocator]
+static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
+
+use model_cpu::SileroBenchOptions;
+use report::Report;
+
+const USAGE: &str = "usage: brisvox-bench <subcommand> [options]
+
+subcommands:
+  model-cpu   CPU and wall time per model call (Silero VAD windows, unbatched and
+              batched; Smart Turn analyses) and memory per stream
+              --seconds S        seconds per configuration per round (default 1.0)
+              --rounds N         interleaved rounds (default 3)
+              --streams LIST     stream counts, comma-separated (default 1,10,100,500)
+              --smart-turn-runs N  runs per Smart Turn configuration (default 15)
+              --out PATH         report file (default bench/results/model-cpu.md)";
+
+/// Options of `model-cpu`.
+struct ModelCpuArgs {
+    silero: SileroBenchOptions,
+    /// Runs per Smart Turn configuration (read by the Smart Turn section).
+    smart_turn_runs: usize,
+    out: PathBuf,
+}
+
+fn parse_model_cpu(args: &[String]) -> Result<ModelCpuArgs, String> {
+    let mut parsed = ModelCpuArgs {
+        silero: SileroBenchOptions {
+            seconds: 1.0,
+            rounds: 3,
+            streams: vec![1, 10, 100, 500],
+        },
+        smart_turn_runs: 15,
+        out: PathBuf::from("bench/results/model-cpu.md"),
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        let bad = |v: &str| format!("bad value for {flag}: {v}");
+        match flag.as_str() {
+            "--seconds" => {
+                let v = value()?;
+                parsed.silero.seconds = v.parse().map_err(|_| bad(&v))?;
+            }
+            "--rounds" => {
+                let v = value()?;
+                parsed.silero.rounds = v.parse().map_err(|_| bad(&v))?;
+            }
+            "--streams" => {
+                let v = value()?;
+                parsed.silero.streams = v
+                    .split(',')
+                    .map(|s| s.trim().parse::<usize>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| bad(&v))?;
+            }
+            "--smart-turn-runs" => {
+                let v = value()?;
+                parsed.smart_turn_runs = v.parse().map_err(|_| bad(&v))?;
+            }
+            "--out" => parsed.out = PathBuf::from(value()?),
+            other => return Err(format!("unknown option {other}\n\n{USAGE}")),
+        }
+    }
+    parsed.silero.rounds = parsed.silero.rounds.max(1);
+    parsed.silero.streams.retain(|&n| n > 0);
+    Ok(parsed)
+}
+
+fn model_cpu(args: &[String]) -> Result<(), String> {
+    let opts = parse_model_cpu(args)?;
+    let mut report = Report::new("Model CPU per call");
+    report.section(model_cpu::silero_section(&opts.silero)?);
+    report.section(model_cpu_profile::silero_profile(100, 30)?);
+
+    // ---- Smart Turn section ------------------------------------------------------
+    // The Smart Turn measurements (crates/brisvox-bench/src/model_cpu_smart_turn.rs)
+    // add their section here: a `mod model_cpu_smart_turn;` line at the top and
+    //     report.section(model_cpu_smart_turn::smart_turn_section(opts.smart_turn_runs)?);
+    // ------------------------------------------------------------------------------
+    report.section(model_cpu_smart_turn::smart_turn_section(
+        opts.smart_turn_runs,
+    )?);
+
+    report
+        .write(&opts.out)
+        .map_err(|e| format!("{}: {e}", opts.out.display()))?;
+    eprintln!("model-cpu: wrote {}", opts.out.display());
+    Ok(())
+}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
+    let result = match args.first().map(String::as_str) {
+        Some("model-cpu") => model_cpu(&args[1..]),
         _ => {
-            eprintln!("usage: brisvox-bench <subcommand> [options]\n\nsubcommands: (none yet)");
+            eprintln!("{USAGE}");
             std::process::exit(2);
         }
+    };
+    if let Err(e) = result {
+        eprintln!("brisvox-bench: {e}");
+        std::process::exit(1);
     }
 }
