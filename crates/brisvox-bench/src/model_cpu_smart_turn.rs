@@ -7,12 +7,16 @@
 //! - a whole analysis (features + model) at 1 and 2 threads;
 //! - the 8 s ring snapshot on the caller's thread.
 //!
-//! CPU is the process's on-CPU time summed over all its threads from
+//! CPU is read two ways: the process's on-CPU time summed over all its threads from
 //! `/proc/self/task/*/schedstat` (nanoseconds), so ONNX Runtime's intra-op workers
 //! are included. Their spinning after a run is included too: each run is followed
-//! by a 20 ms pause before the CPU is read, and the CPU of an idle 20 ms pause (the
-//! control, measured the same way) is subtracted. The configurations are
-//! interleaved round by round so a noisy neighbour hits all of them alike.
+//! by a 100 ms pause before the CPU is read (ONNX Runtime's workers spin for tens of
+//! ms after a parallel run), and the CPU of an idle 100 ms pause (the
+//! control, measured the same way) is subtracted; and the calling thread's own
+//! on-CPU time (`/proc/thread-self/schedstat`), which is all of the work at one
+//! intra-op thread and is not disturbed by other threads of the process. The
+//! configurations are interleaved round by round so a noisy neighbour hits all of
+//! them alike.
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -23,7 +27,7 @@ use brisvox_models::smart_turn::{
 };
 
 /// Pause after each run before reading the CPU, so spinning workers are counted.
-const SETTLE: Duration = Duration::from_millis(20);
+const SETTLE: Duration = Duration::from_millis(100);
 const WARM_UP_RUNS: usize = 3;
 
 /// Process CPU time so far (all threads), in nanoseconds.
@@ -58,14 +62,24 @@ fn test_audio(samples: usize) -> Vec<i16> {
 #[derive(Default)]
 struct Samples {
     wall_us: Vec<f64>,
-    cpu_us: Vec<f64>,
+    process_cpu_us: Vec<f64>,
+    thread_cpu_us: Vec<f64>,
+}
+
+/// CPU of an idle settle pause, subtracted from every run.
+#[derive(Clone, Copy)]
+struct Control {
+    process_ns: f64,
+    thread_ns: f64,
 }
 
 impl Samples {
-    fn push(&mut self, wall: Duration, cpu_ns: u64, control_ns: f64) {
-        self.wall_us.push(wall.as_secs_f64() * 1e6);
-        self.cpu_us
-            .push((cpu_ns as f64 - control_ns).max(0.0) / 1e3);
+    fn push(&mut self, run: &Run, control: Control) {
+        self.wall_us.push(run.wall.as_secs_f64() * 1e6);
+        self.process_cpu_us
+            .push((run.process_ns as f64 - control.process_ns).max(0.0) / 1e3);
+        self.thread_cpu_us
+            .push((run.thread_ns as f64 - control.thread_ns).max(0.0) / 1e3);
     }
 }
 
@@ -86,19 +100,25 @@ fn thread_cpu_ns() -> u64 {
         .unwrap_or(0)
 }
 
-/// Times `f` once: wall time of the call, CPU of the call plus the settle pause
-/// (the whole process's, or only this thread's for single-threaded work).
-fn measure_with(cpu: fn() -> u64, f: &mut dyn FnMut()) -> (Duration, u64) {
-    let cpu0 = cpu();
+/// One timed run: wall time of the call; CPU of the call plus the settle pause,
+/// of the whole process and of the calling thread alone.
+struct Run {
+    wall: Duration,
+    process_ns: u64,
+    thread_ns: u64,
+}
+
+fn measure(f: &mut dyn FnMut()) -> Run {
+    let (p0, t0_cpu) = (process_cpu_ns(), thread_cpu_ns());
     let t0 = Instant::now();
     f();
     let wall = t0.elapsed();
     std::thread::sleep(SETTLE);
-    (wall, cpu().saturating_sub(cpu0))
-}
-
-fn measure(f: &mut dyn FnMut()) -> (Duration, u64) {
-    measure_with(process_cpu_ns, f)
+    Run {
+        wall,
+        process_ns: process_cpu_ns().saturating_sub(p0),
+        thread_ns: thread_cpu_ns().saturating_sub(t0_cpu),
+    }
 }
 
 /// Measures one Smart Turn analysis and returns a markdown section (no header
@@ -125,14 +145,17 @@ pub(crate) fn smart_turn_section(runs: usize) -> Result<String, String> {
         .map_err(|e| e.to_string())?;
 
     // Control: CPU of an idle settle pause.
-    let control: Vec<f64> = (0..runs.min(20))
-        .map(|_| measure(&mut || {}).1 as f64)
-        .collect();
-    let control_ns = percentile(&control, 0.5);
-    let thread_control: Vec<f64> = (0..runs.min(20))
-        .map(|_| measure_with(thread_cpu_ns, &mut || {}).1 as f64)
-        .collect();
-    let thread_control_ns = percentile(&thread_control, 0.5);
+    let idle: Vec<Run> = (0..runs.min(20)).map(|_| measure(&mut || {})).collect();
+    let control = Control {
+        process_ns: percentile(
+            &idle.iter().map(|r| r.process_ns as f64).collect::<Vec<_>>(),
+            0.5,
+        ),
+        thread_ns: percentile(
+            &idle.iter().map(|r| r.thread_ns as f64).collect::<Vec<_>>(),
+            0.5,
+        ),
+    };
 
     let mut feats = Samples::default();
     let mut model_only: Vec<Samples> = models.iter().map(|_| Samples::default()).collect();
@@ -140,26 +163,25 @@ pub(crate) fn smart_turn_section(runs: usize) -> Result<String, String> {
     let mut probabilities = Vec::new();
     for round in 0..WARM_UP_RUNS + runs {
         let keep = round >= WARM_UP_RUNS;
-        // Single-threaded: this thread's CPU, so no other thread's leftovers count.
-        let (w, c) = measure_with(thread_cpu_ns, &mut || {
+        let run = measure(&mut || {
             // `features` was allocated with FEATURES_LEN values, the only error case.
             extractor
                 .compute_into(&audio, &mut features)
                 .expect("buffer is FEATURES_LEN long");
         });
         if keep {
-            feats.push(w, c, thread_control_ns);
+            feats.push(&run, control);
         }
         for (i, (_, model)) in models.iter().enumerate() {
             let mut p = 0.0;
-            let (w, c) = measure(&mut || {
+            let model_run = measure(&mut || {
                 p = model.probability_of_features(&features).unwrap_or(f32::NAN);
             });
             let mut verdict = None;
-            let (w2, c2) = measure(&mut || verdict = model.analyze(&audio).ok());
+            let whole_run = measure(&mut || verdict = model.analyze(&audio).ok());
             if keep {
-                model_only[i].push(w, c, control_ns);
-                whole[i].push(w2, c2, control_ns);
+                model_only[i].push(&model_run, control);
+                whole[i].push(&whole_run, control);
                 probabilities.push(p);
             }
         }
@@ -173,27 +195,31 @@ pub(crate) fn smart_turn_section(runs: usize) -> Result<String, String> {
         "Median (p50) and p90 of {runs} warm runs after {WARM_UP_RUNS} warm-up runs, \
          configurations interleaved round by round. Input: 8 s of deterministic \
          speech-like audio (the work does not depend on the content: the model input \
-         is always [1, 80, 800]). CPU of the model and analysis rows = on-CPU time of \
-         every thread of the process (`/proc/self/task/*/schedstat`), read 20 ms after \
-         each run so ONNX Runtime's spinning intra-op workers are counted, minus an \
-         idle 20 ms control ({:.0} us); CPU of the features row = the calling thread's \
-         own on-CPU time (the extractor is single-threaded). Session: ENABLE_ALL, sequential, 1 inter-op thread (the \
+         is always [1, 80, 800]). Process CPU = on-CPU time of every thread of the \
+         process (`/proc/self/task/*/schedstat`), read 100 ms after each run so ONNX \
+         Runtime's spinning intra-op workers are counted, minus an idle 100 ms control \
+         ({:.0} us); it also catches any other thread of the process that ran meanwhile. \
+         Caller CPU = the calling thread's own on-CPU time \
+         (`/proc/thread-self/schedstat`): all of the work at 1 intra-op thread and for \
+         the features, the caller's share at 2. Session: ENABLE_ALL, sequential, 1 inter-op thread (the \
          reference settings).\n",
-        control_ns / 1e3
+        control.process_ns / 1e3
     );
     let _ = writeln!(
         md,
-        "| what | intra-op threads | wall p50 ms | wall p90 ms | CPU p50 ms | CPU p90 ms |"
+        "| what | intra-op threads | wall p50 ms | wall p90 ms | process CPU p50 ms | \
+         process CPU p90 ms | caller CPU p50 ms |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|");
     let mut row = |what: &str, threads: &str, s: &Samples| {
         let _ = writeln!(
             md,
-            "| {what} | {threads} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            "| {what} | {threads} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
             percentile(&s.wall_us, 0.5) / 1e3,
             percentile(&s.wall_us, 0.9) / 1e3,
-            percentile(&s.cpu_us, 0.5) / 1e3,
-            percentile(&s.cpu_us, 0.9) / 1e3,
+            percentile(&s.process_cpu_us, 0.5) / 1e3,
+            percentile(&s.process_cpu_us, 0.9) / 1e3,
+            percentile(&s.thread_cpu_us, 0.5) / 1e3,
         );
     };
     row("features (Rust)", "-", &feats);

@@ -29,10 +29,13 @@ use crate::runtime::{self, RuntimeError};
 
 /// Default ONNX Runtime intra-op threads for one analysis.
 ///
-/// Measured on the 2-core build machine (bench/results, `brisvox-bench`): a
-/// second intra-op thread did not lower the analysis latency on 2 busy cores
-/// and costs more CPU, so one thread is the default. Raise it on machines with
-/// spare cores through [`SmartTurnConfig::intra_threads`].
+/// Measured on the 2-core build machine under its usual load (load average ~4;
+/// `brisvox-bench model-cpu`, Smart Turn section, median of 31 warm runs): one
+/// thread 52 ms wall / 27 ms CPU per model run; two threads 64 ms wall / 78 ms CPU
+/// (the second worker spins after each run). A second thread was slower and cost
+/// almost three times the CPU, so one is the default. Raise it through
+/// [`SmartTurnConfig::intra_threads`] on machines with idle cores; the
+/// probabilities are bit-identical at 1 and 2 threads.
 pub const DEFAULT_INTRA_THREADS: usize = 1;
 
 /// Probability above which the model calls the turn complete (Pipecat: `> 0.5`).
