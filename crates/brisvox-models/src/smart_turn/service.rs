@@ -105,7 +105,6 @@ impl Counters {
         &self,
         result: Result<Result<Verdict, SmartTurnError>, PoolError>,
     ) -> Result<Verdict, SmartTurnError> {
-        let c = self;
         let outcome = match result {
             Ok(inner) => inner,
             Err(PoolError::Saturated { .. }) => Err(SmartTurnError::Saturated),
@@ -116,24 +115,24 @@ impl Counters {
         };
         match &outcome {
             Ok(v) => {
-                c.completed.fetch_add(1, Ordering::Relaxed);
+                self.completed.fetch_add(1, Ordering::Relaxed);
                 if v.complete {
-                    c.complete_verdicts.fetch_add(1, Ordering::Relaxed);
+                    self.complete_verdicts.fetch_add(1, Ordering::Relaxed);
                 }
-                c.features_us_total
+                self.features_us_total
                     .fetch_add(v.features_us, Ordering::Relaxed);
-                c.model_us_total.fetch_add(v.model_us, Ordering::Relaxed);
-                c.max_analysis_us
+                self.model_us_total.fetch_add(v.model_us, Ordering::Relaxed);
+                self.max_analysis_us
                     .fetch_max(v.features_us + v.model_us, Ordering::Relaxed);
             }
             Err(SmartTurnError::Saturated) => {
-                c.refused.fetch_add(1, Ordering::Relaxed);
+                self.refused.fetch_add(1, Ordering::Relaxed);
             }
             Err(SmartTurnError::TimedOut) => {
-                c.timed_out.fetch_add(1, Ordering::Relaxed);
+                self.timed_out.fetch_add(1, Ordering::Relaxed);
             }
             Err(_) => {
-                c.failed.fetch_add(1, Ordering::Relaxed);
+                self.failed.fetch_add(1, Ordering::Relaxed);
             }
         }
         outcome
@@ -164,6 +163,9 @@ impl SmartTurnService {
     }
 
     /// An executor around an already loaded (and warmed-up) model.
+    ///
+    /// Give the model at least as many sessions as `config.threads`: with fewer,
+    /// the extra threads wait for a session instead of running in parallel.
     pub fn with_model(model: Arc<SmartTurn>, config: &SmartTurnServiceConfig) -> Self {
         let threads = config.threads.max(1);
         let queue = if config.queue_capacity == 0 {
