@@ -1,0 +1,686 @@
+//! The turn machine: who is talking, when the caller's turn ends, and barge-in.
+//!
+//! A sans-IO core. The turn driver feeds it the VAD's speech starts and stops,
+//! the STT's transcripts, the end-of-turn model's verdicts and the response's
+//! progress, each with the current time, and then drains
+//! [`TurnMachine::poll_action`] until it returns `None`, and arms one timer for
+//! [`TurnMachine::poll_timeout`]. When that timer fires it calls
+//! [`TurnMachine::handle_timeout`]. The machine never reads a clock.
+//!
+//! # States
+//!
+//! `Listening` → (speech start) → `UserSpeaking` → (VAD stop: Finalize the STT
+//! and ask for a verdict) → `UserPaused` → (policy satisfied) → `BotThinking`
+//! (LLM started) → (first audio out) → `BotSpeaking` → (last audio played) →
+//! `Listening`.
+//!
+//! - A caller who speaks again in `UserPaused` continues the same turn. One who
+//!   speaks again in `BotThinking` (turn ended, no audio yet) also continues it:
+//!   the machine takes the turn back, cancels the response already started for it
+//!   (counted in [`TurnCounters::taken_back`]) and moves to a new epoch so no item
+//!   of the cancelled response can be played.
+//! - Speech while the bot speaks is a barge-in once it has lasted
+//!   [`BargeInConfig::min_speech`](super::config::BargeInConfig): the epoch is
+//!   bumped, the response is cancelled and the transport is cleared
+//!   ([`Action::Interrupt`]). Shorter speech (a cough, "mm-hm") leaves the bot
+//!   talking and is counted.
+//! - Ending a turn: see [`TurnPolicy`]. With `require_final` the turn also waits
+//!   for the final of every Finalize sent, up to `final_timeout` after the last one.
+//!   A turn whose transcript is empty is dropped without an LLM request.
+//!
+//! Every decision is also reported as timeline marks ([`Action::Mark`]) with the
+//! epoch the machine assigned, so the driver never guesses epochs.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use brisvox_core::Epoch;
+use brisvox_core::timeline::TurnEvent;
+
+use super::config::{TurnConfig, TurnPolicy};
+
+/// Identifies one VAD stop, so a verdict for an older stop is recognised as stale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StopId(pub u64);
+
+/// The end-of-turn model's answer for one stop.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Verdict {
+    /// The caller has finished.
+    Complete {
+        /// The model's probability of "complete".
+        probability: f32,
+    },
+    /// The caller is likely to go on.
+    Incomplete {
+        /// The model's probability of "complete".
+        probability: f32,
+    },
+    /// The analysis failed (pool saturated, timed out, model error): treated as
+    /// complete so the caller is never left waiting, and counted.
+    Failed,
+}
+
+/// Why something is spoken without an LLM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpeakKind {
+    /// The greeting at call start.
+    Greeting,
+    /// A `say` requested by the application.
+    Say,
+    /// The idle guard's prompt.
+    IdlePrompt,
+}
+
+/// Why the machine ends the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndReason {
+    /// The caller stayed silent after the idle prompt.
+    Idle,
+    /// The call reached its maximum duration.
+    MaxDuration,
+}
+
+/// What the driver must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Record a timeline mark.
+    Mark(Epoch, TurnEvent, Instant),
+    /// Send Finalize to the STT session.
+    FinalizeStt,
+    /// Run the end-of-turn model on the audio up to `speech_end`.
+    RequestVerdict {
+        /// The stop this verdict is for.
+        stop: StopId,
+        /// The end of the caller's speech (backdated VAD stop).
+        speech_end: Instant,
+    },
+    /// Start the LLM response to `user_text` in `epoch`.
+    StartResponse {
+        /// The turn's epoch.
+        epoch: Epoch,
+        /// What the caller said in this turn.
+        user_text: String,
+    },
+    /// Speak `text` without the LLM, in `epoch`.
+    Speak {
+        /// The epoch the audio is tagged with.
+        epoch: Epoch,
+        /// The text.
+        text: String,
+        /// Why it is spoken.
+        kind: SpeakKind,
+    },
+    /// The caller took the turn back before any audio: cancel the response of
+    /// `cancelled` (LLM and TTS); later items belong to `new`.
+    CancelResponse {
+        /// The epoch whose response is dropped.
+        cancelled: Epoch,
+        /// The epoch the turn continues in.
+        new: Epoch,
+    },
+    /// Barge-in: cancel the response of `old`, clear the transport, and continue in `new`.
+    Interrupt {
+        /// The interrupted epoch.
+        old: Epoch,
+        /// The caller's new turn.
+        new: Epoch,
+        /// When the interrupting speech started.
+        speech_start: Instant,
+    },
+    /// End the call.
+    EndCall(EndReason),
+}
+
+/// Where the conversation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnState {
+    /// Nobody is talking.
+    Listening,
+    /// The caller is talking.
+    UserSpeaking,
+    /// The caller stopped; waiting for the verdict, the final or a deadline.
+    UserPaused,
+    /// The turn ended; the response has no audio out yet.
+    BotThinking,
+    /// The response's audio is playing.
+    BotSpeaking,
+    /// The call is over.
+    Ended,
+}
+
+/// What the machine counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TurnCounters {
+    /// User turns started.
+    pub turns: u64,
+    /// LLM responses started.
+    pub responses: u64,
+    /// Turns ended with an empty transcript (no request made).
+    pub empty_turns: u64,
+    /// Turns taken back after their response started (response cancelled).
+    pub taken_back: u64,
+    /// Barge-ins that interrupted the bot.
+    pub barge_ins: u64,
+    /// Speech during the bot's turn too short to interrupt.
+    pub short_speech_ignored: u64,
+    /// Verdicts: complete, incomplete, failed.
+    pub verdicts_complete: u64,
+    /// Incomplete verdicts.
+    pub verdicts_incomplete: u64,
+    /// Failed analyses (treated as complete).
+    pub verdicts_failed: u64,
+    /// Verdicts for a stop that was no longer current.
+    pub stale_verdicts: u64,
+    /// Turns ended by the incomplete-verdict deadline.
+    pub incomplete_timeouts: u64,
+    /// Turns ended without the final of the last Finalize.
+    pub final_timeouts: u64,
+}
+
+#[derive(Debug, Default)]
+struct UserTurn {
+    speech_start: Option<Instant>,
+    speech_end: Option<Instant>,
+    stop: Option<StopId>,
+    verdict: Option<Verdict>,
+    /// Deadline of the policy (fixed silence, or the incomplete timeout); cleared
+    /// into `policy_deadline_passed` when it fires, so each deadline fires once.
+    policy_deadline: Option<Instant>,
+    policy_deadline_passed: bool,
+    finals_pending: u32,
+    last_finalize: Option<Instant>,
+    /// When the wait for the pending finals gives up; cleared into `final_given_up`.
+    final_deadline: Option<Instant>,
+    final_given_up: bool,
+    finals: String,
+    interim: String,
+}
+
+/// Caller speech heard while the bot has the floor.
+#[derive(Debug, Clone, Copy)]
+struct PendingBargeIn {
+    speech_start: Instant,
+    /// When it interrupts; `None` when barge-in is disabled (the speech is only
+    /// remembered, so it becomes the caller's turn once the bot has finished).
+    deadline: Option<Instant>,
+}
+
+/// The turn machine of one call.
+#[derive(Debug)]
+pub struct TurnMachine {
+    config: TurnConfig,
+    state: TurnState,
+    epoch: Epoch,
+    next_stop: u64,
+    turn: UserTurn,
+    barge_in: Option<PendingBargeIn>,
+    says: VecDeque<String>,
+    idle_deadline: Option<Instant>,
+    idle_prompted: bool,
+    call_deadline: Option<Instant>,
+    /// Whether the bot's current turn answers a user turn (vs a greeting, say or prompt).
+    responding_to_user: bool,
+    actions: VecDeque<Action>,
+    counters: TurnCounters,
+}
+
+/// How many `say` requests may wait for the bot to be idle; more are refused.
+pub const SAY_QUEUE_CAPACITY: usize = 8;
+
+impl TurnMachine {
+    /// A machine for a call that starts at `now` (greeting spoken at once if configured).
+    pub fn new(config: TurnConfig, now: Instant) -> Self {
+        let call_deadline = config.max_call_duration.map(|d| now + d);
+        let mut m = TurnMachine {
+            config,
+            state: TurnState::Listening,
+            epoch: Epoch::ZERO,
+            next_stop: 0,
+            turn: UserTurn::default(),
+            barge_in: None,
+            says: VecDeque::new(),
+            idle_deadline: None,
+            idle_prompted: false,
+            call_deadline,
+            responding_to_user: false,
+            actions: VecDeque::new(),
+            counters: TurnCounters::default(),
+        };
+        match m.config.greeting.clone() {
+            Some(text) => m.speak(text, SpeakKind::Greeting),
+            None => m.arm_idle(now),
+        }
+        m
+    }
+
+    // ----- getters -----
+
+    /// The current state.
+    pub fn state(&self) -> TurnState {
+        self.state
+    }
+
+    /// The current epoch.
+    pub fn epoch(&self) -> Epoch {
+        self.epoch
+    }
+
+    /// What was counted so far.
+    pub fn counters(&self) -> TurnCounters {
+        self.counters
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TurnConfig {
+        &self.config
+    }
+
+    // ----- inputs -----
+
+    /// The VAD confirmed speech that started at `speech_start`.
+    pub fn handle_speech_start(&mut self, now: Instant, speech_start: Instant) {
+        self.idle_deadline = None;
+        self.idle_prompted = false;
+        match self.state {
+            TurnState::Listening => self.start_user_turn(speech_start),
+            TurnState::UserPaused => {
+                // Same turn: the caller went on. Any verdict for the last stop is stale now.
+                self.reset_pause();
+                self.state = TurnState::UserSpeaking;
+            }
+            TurnState::BotThinking if self.responding_to_user => self.take_back(),
+            TurnState::BotThinking | TurnState::BotSpeaking => self.arm_barge_in(now, speech_start),
+            TurnState::UserSpeaking | TurnState::Ended => {}
+        }
+    }
+
+    /// The VAD decided at `now` that the caller stopped; their speech ended at `speech_end`.
+    pub fn handle_speech_end(&mut self, now: Instant, speech_end: Instant) {
+        if matches!(self.state, TurnState::BotSpeaking | TurnState::BotThinking) {
+            if self.barge_in.take().is_some() {
+                self.counters.short_speech_ignored += 1;
+            }
+            return;
+        }
+        if self.state != TurnState::UserSpeaking {
+            return;
+        }
+        self.next_stop += 1;
+        let stop = StopId(self.next_stop);
+        self.reset_pause();
+        self.turn.speech_end = Some(speech_end);
+        self.turn.stop = Some(stop);
+        self.turn.finals_pending += 1;
+        self.turn.last_finalize = Some(now);
+        self.turn.final_deadline = Some(now + self.config.final_timeout);
+        self.mark(TurnEvent::UserSpeechEnd, speech_end);
+        self.mark(TurnEvent::VadStop, now);
+        self.actions.push_back(Action::FinalizeStt);
+        self.mark(TurnEvent::SttFinalize, now);
+        self.turn.policy_deadline = match self.config.policy {
+            TurnPolicy::Adaptive { .. } => {
+                self.actions
+                    .push_back(Action::RequestVerdict { stop, speech_end });
+                None
+            }
+            TurnPolicy::FixedSilence { silence } => Some(speech_end + silence),
+        };
+        self.state = TurnState::UserPaused;
+        self.try_end_turn(now);
+    }
+
+    /// An interim transcript (replaces the previous interim of the turn).
+    pub fn handle_interim(&mut self, _now: Instant, text: &str) {
+        if self.in_user_turn() {
+            self.turn.interim.clear();
+            self.turn.interim.push_str(text);
+        }
+    }
+
+    /// A final transcript; `from_finalize` when it answers a Finalize.
+    pub fn handle_final(&mut self, now: Instant, text: &str, from_finalize: bool) {
+        if !self.in_user_turn() {
+            return;
+        }
+        let text = text.trim();
+        if !text.is_empty() {
+            if !self.turn.finals.is_empty() {
+                self.turn.finals.push(' ');
+            }
+            self.turn.finals.push_str(text);
+        }
+        self.turn.interim.clear();
+        if from_finalize {
+            self.turn.finals_pending = self.turn.finals_pending.saturating_sub(1);
+            if self.turn.finals_pending == 0 {
+                self.turn.final_deadline = None;
+            }
+        }
+        self.mark(TurnEvent::SttFinal, now);
+        if self.state == TurnState::UserPaused {
+            self.try_end_turn(now);
+        }
+    }
+
+    /// The end-of-turn model's verdict for `stop`.
+    pub fn handle_verdict(&mut self, now: Instant, stop: StopId, verdict: Verdict) {
+        if self.state != TurnState::UserPaused || self.turn.stop != Some(stop) {
+            self.counters.stale_verdicts += 1;
+            return;
+        }
+        match verdict {
+            Verdict::Complete { .. } => self.counters.verdicts_complete += 1,
+            Verdict::Failed => self.counters.verdicts_failed += 1,
+            Verdict::Incomplete { .. } => {
+                self.counters.verdicts_incomplete += 1;
+                if let TurnPolicy::Adaptive { incomplete_timeout } = self.config.policy {
+                    let stop_at = self.turn.last_finalize.unwrap_or(now);
+                    self.turn.policy_deadline = Some(stop_at + incomplete_timeout);
+                }
+            }
+        }
+        self.turn.verdict = Some(verdict);
+        self.mark(TurnEvent::TurnVerdict, now);
+        self.try_end_turn(now);
+    }
+
+    /// The first audio of `epoch`'s response reached the transport.
+    pub fn handle_response_audio_started(&mut self, _now: Instant, epoch: Epoch) {
+        if epoch == self.epoch && self.state == TurnState::BotThinking {
+            self.state = TurnState::BotSpeaking;
+        }
+    }
+
+    /// `epoch`'s response is over: its last audio played, or it produced none, or it failed.
+    pub fn handle_response_finished(&mut self, now: Instant, epoch: Epoch) {
+        if epoch != self.epoch
+            || !matches!(self.state, TurnState::BotThinking | TurnState::BotSpeaking)
+        {
+            return;
+        }
+        self.state = TurnState::Listening;
+        if let Some(pending) = self.barge_in.take() {
+            // The caller started talking before the bot finished and is still talking.
+            self.start_user_turn(pending.speech_start);
+        } else if let Some(text) = self.says.pop_front() {
+            self.speak(text, SpeakKind::Say);
+        } else {
+            self.arm_idle(now);
+        }
+    }
+
+    /// Asks the bot to say `text` as soon as it is idle. Returns false when the
+    /// queue of waiting requests is full.
+    pub fn say(&mut self, text: String) -> bool {
+        if self.state == TurnState::Ended {
+            return false;
+        }
+        if self.state == TurnState::Listening && self.says.is_empty() {
+            self.idle_deadline = None;
+            self.speak(text, SpeakKind::Say);
+            return true;
+        }
+        if self.says.len() >= SAY_QUEUE_CAPACITY {
+            return false;
+        }
+        self.says.push_back(text);
+        true
+    }
+
+    /// The caller hung up or the call is being ended from outside.
+    pub fn handle_hangup(&mut self, _now: Instant) {
+        self.close();
+    }
+
+    /// Processes every deadline that is due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.call_deadline.is_some_and(|d| d <= now) {
+            self.end_call(EndReason::MaxDuration);
+            return;
+        }
+        if let Some(b) = self.barge_in
+            && b.deadline.is_some_and(|d| d <= now)
+        {
+            self.interrupt(b.speech_start);
+        }
+        if self.state == TurnState::UserPaused {
+            self.try_end_turn(now);
+        }
+        if self.idle_deadline.is_some_and(|d| d <= now) {
+            self.idle_deadline = None;
+            self.on_idle();
+        }
+    }
+
+    // ----- outputs -----
+
+    /// The next action, or `None` when there is nothing to do until a new input or timeout.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// The earliest deadline at which [`TurnMachine::handle_timeout`] must be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let paused = self.state == TurnState::UserPaused;
+        [
+            self.call_deadline,
+            self.barge_in.and_then(|b| b.deadline),
+            self.idle_deadline,
+            self.turn.policy_deadline.filter(|_| paused),
+            self.turn
+                .final_deadline
+                .filter(|_| paused && self.config.require_final),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    // ----- internals -----
+
+    fn in_user_turn(&self) -> bool {
+        matches!(self.state, TurnState::UserSpeaking | TurnState::UserPaused)
+    }
+
+    fn mark(&mut self, event: TurnEvent, at: Instant) {
+        self.actions.push_back(Action::Mark(self.epoch, event, at));
+    }
+
+    fn reset_pause(&mut self) {
+        self.turn.stop = None;
+        self.turn.verdict = None;
+        self.turn.policy_deadline = None;
+        self.turn.policy_deadline_passed = false;
+    }
+
+    fn policy_satisfied(&self) -> bool {
+        let deadline_passed = self.turn.policy_deadline_passed;
+        match self.config.policy {
+            TurnPolicy::FixedSilence { .. } => deadline_passed,
+            TurnPolicy::Adaptive { .. } => match self.turn.verdict {
+                Some(Verdict::Complete { .. } | Verdict::Failed) => true,
+                Some(Verdict::Incomplete { .. }) => deadline_passed,
+                None => false,
+            },
+        }
+    }
+
+    /// Turns due deadlines into flags, so each deadline fires exactly once.
+    fn expire_deadlines(&mut self, now: Instant) {
+        if self.turn.policy_deadline.is_some_and(|d| d <= now) {
+            self.turn.policy_deadline = None;
+            self.turn.policy_deadline_passed = true;
+        }
+        if self.turn.final_deadline.is_some_and(|d| d <= now) {
+            self.turn.final_deadline = None;
+            self.turn.final_given_up = true;
+        }
+    }
+
+    fn try_end_turn(&mut self, now: Instant) {
+        self.expire_deadlines(now);
+        if !self.policy_satisfied() {
+            return;
+        }
+        let finals_ok = !self.config.require_final || self.turn.finals_pending == 0;
+        if !finals_ok && !self.turn.final_given_up {
+            return;
+        }
+        if !finals_ok {
+            self.counters.final_timeouts += 1;
+        }
+        if matches!(self.turn.verdict, Some(Verdict::Incomplete { .. })) {
+            self.counters.incomplete_timeouts += 1;
+        }
+        self.end_turn(now);
+    }
+
+    fn end_turn(&mut self, now: Instant) {
+        let mut text = std::mem::take(&mut self.turn.finals);
+        let interim = self.turn.interim.trim();
+        if self.turn.finals_pending > 0 && !interim.is_empty() {
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            text.push_str(interim);
+        }
+        self.reset_pause();
+        self.turn.final_deadline = None;
+        self.turn.final_given_up = false;
+        self.mark(TurnEvent::TurnEnd, now);
+        if text.is_empty() {
+            self.counters.empty_turns += 1;
+            self.state = TurnState::Listening;
+            self.arm_idle(now);
+            return;
+        }
+        self.turn.finals = text.clone();
+        self.turn.finals_pending = 0;
+        self.counters.responses += 1;
+        self.mark(TurnEvent::LlmRequest, now);
+        self.actions.push_back(Action::StartResponse {
+            epoch: self.epoch,
+            user_text: text,
+        });
+        self.responding_to_user = true;
+        self.state = TurnState::BotThinking;
+    }
+
+    fn take_back(&mut self) {
+        let cancelled = self.epoch;
+        self.epoch = self.epoch.next();
+        self.counters.taken_back += 1;
+        self.actions.push_back(Action::CancelResponse {
+            cancelled,
+            new: self.epoch,
+        });
+        if let Some(start) = self.turn.speech_start {
+            self.mark(TurnEvent::UserSpeechStart, start);
+        }
+        // The transcript so far stays: the caller is continuing the same turn.
+        self.reset_pause();
+        self.state = TurnState::UserSpeaking;
+    }
+
+    fn arm_barge_in(&mut self, now: Instant, speech_start: Instant) {
+        if self.barge_in.is_some() {
+            return;
+        }
+        let deadline = self
+            .config
+            .barge_in
+            .enabled
+            .then(|| speech_start + self.config.barge_in.min_speech);
+        if deadline.is_some_and(|d| d <= now) {
+            self.interrupt(speech_start);
+        } else {
+            self.barge_in = Some(PendingBargeIn {
+                speech_start,
+                deadline,
+            });
+        }
+    }
+
+    fn start_user_turn(&mut self, speech_start: Instant) {
+        self.epoch = self.epoch.next();
+        self.counters.turns += 1;
+        self.turn = UserTurn {
+            speech_start: Some(speech_start),
+            ..UserTurn::default()
+        };
+        self.mark(TurnEvent::UserSpeechStart, speech_start);
+        self.state = TurnState::UserSpeaking;
+    }
+
+    fn interrupt(&mut self, speech_start: Instant) {
+        self.barge_in = None;
+        let old = self.epoch;
+        self.epoch = self.epoch.next();
+        self.counters.barge_ins += 1;
+        self.counters.turns += 1;
+        self.says.clear();
+        self.turn = UserTurn {
+            speech_start: Some(speech_start),
+            ..UserTurn::default()
+        };
+        self.actions.push_back(Action::Interrupt {
+            old,
+            new: self.epoch,
+            speech_start,
+        });
+        self.state = TurnState::UserSpeaking;
+    }
+
+    fn speak(&mut self, text: String, kind: SpeakKind) {
+        self.actions.push_back(Action::Speak {
+            epoch: self.epoch,
+            text,
+            kind,
+        });
+        self.responding_to_user = false;
+        self.state = TurnState::BotThinking;
+    }
+
+    fn arm_idle(&mut self, now: Instant) {
+        self.idle_deadline = self.config.idle.as_ref().map(|idle| {
+            now + if self.idle_prompted {
+                idle.end_after
+            } else {
+                idle.prompt_after
+            }
+        });
+    }
+
+    fn on_idle(&mut self) {
+        if self.state != TurnState::Listening {
+            return;
+        }
+        if self.idle_prompted {
+            self.end_call(EndReason::Idle);
+            return;
+        }
+        let Some(prompt) = self.config.idle.as_ref().map(|i| i.prompt.clone()) else {
+            return;
+        };
+        self.idle_prompted = true;
+        self.speak(prompt, SpeakKind::IdlePrompt);
+    }
+
+    fn end_call(&mut self, reason: EndReason) {
+        self.actions.push_back(Action::EndCall(reason));
+        self.close();
+    }
+
+    fn close(&mut self) {
+        self.state = TurnState::Ended;
+        self.barge_in = None;
+        self.idle_deadline = None;
+        self.call_deadline = None;
+        self.says.clear();
+    }
+}
+
+#[cfg(test)]
+#[path = "machine_tests.rs"]
+mod tests;

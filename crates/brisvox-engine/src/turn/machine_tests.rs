@@ -1,0 +1,640 @@
+//! One test per transition of the turn machine, driven without a runtime: a small
+//! driver collects the actions and jumps the clock to the machine's next deadline.
+
+use std::time::{Duration, Instant};
+
+use brisvox_core::Epoch;
+use brisvox_core::timeline::TurnEvent;
+
+use super::*;
+use crate::turn::config::{BargeInConfig, IdleConfig, TurnConfig, TurnPolicy};
+
+struct Driver {
+    m: TurnMachine,
+    t0: Instant,
+    log: Vec<Action>,
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+impl Driver {
+    fn new(config: TurnConfig) -> Self {
+        #[allow(clippy::disallowed_methods)]
+        // the tests' one real origin; all later times derive from it
+        let t0 = Instant::now();
+        let mut d = Driver {
+            m: TurnMachine::new(config, t0),
+            t0,
+            log: Vec::new(),
+        };
+        d.drain();
+        d
+    }
+
+    fn at(&self, n: u64) -> Instant {
+        self.t0 + ms(n)
+    }
+
+    fn drain(&mut self) -> Vec<Action> {
+        let mut out = Vec::new();
+        while let Some(a) = self.m.poll_action() {
+            out.push(a);
+        }
+        self.log.extend(out.iter().cloned());
+        out
+    }
+
+    /// Runs every timeout up to `n` ms, as a timer-driven shell would.
+    fn advance_to(&mut self, n: u64) -> Vec<Action> {
+        let until = self.at(n);
+        let mut out = Vec::new();
+        let mut last = None;
+        while let Some(deadline) = self.m.poll_timeout() {
+            if deadline > until {
+                break;
+            }
+            assert_ne!(
+                Some(deadline),
+                last,
+                "a deadline fired twice: the machine made no progress"
+            );
+            last = Some(deadline);
+            self.m.handle_timeout(deadline);
+            out.extend(self.drain());
+        }
+        out
+    }
+
+    fn speech(&mut self, start: u64, confirmed: u64) -> Vec<Action> {
+        self.advance_to(confirmed);
+        self.m
+            .handle_speech_start(self.at(confirmed), self.at(start));
+        self.drain()
+    }
+
+    fn stop(&mut self, speech_end: u64, decided: u64) -> Vec<Action> {
+        self.advance_to(decided);
+        self.m
+            .handle_speech_end(self.at(decided), self.at(speech_end));
+        self.drain()
+    }
+
+    fn final_(&mut self, at: u64, text: &str) -> Vec<Action> {
+        self.advance_to(at);
+        self.m.handle_final(self.at(at), text, true);
+        self.drain()
+    }
+
+    fn verdict(&mut self, at: u64, verdict: Verdict) -> Vec<Action> {
+        self.advance_to(at);
+        let stop = self.last_stop().expect("a verdict was requested");
+        self.m.handle_verdict(self.at(at), stop, verdict);
+        self.drain()
+    }
+
+    fn last_stop(&self) -> Option<StopId> {
+        self.log.iter().rev().find_map(|a| match a {
+            Action::RequestVerdict { stop, .. } => Some(*stop),
+            _ => None,
+        })
+    }
+
+    /// A whole user turn under the adaptive policy with a complete verdict.
+    fn user_turn(&mut self, start: u64, end: u64, text: &str) -> Vec<Action> {
+        let mut out = self.speech(start, start + 64);
+        out.extend(self.stop(end, end + 100));
+        out.extend(self.verdict(end + 125, COMPLETE));
+        out.extend(self.final_(end + 250, text));
+        out
+    }
+}
+
+const COMPLETE: Verdict = Verdict::Complete { probability: 0.9 };
+const INCOMPLETE: Verdict = Verdict::Incomplete { probability: 0.1 };
+
+fn responses(actions: &[Action]) -> Vec<(Epoch, String)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::StartResponse { epoch, user_text } => Some((*epoch, user_text.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn marked(actions: &[Action], event: TurnEvent) -> Option<(Epoch, Instant)> {
+    actions.iter().find_map(|a| match a {
+        Action::Mark(e, ev, at) if *ev == event => Some((*e, *at)),
+        _ => None,
+    })
+}
+
+fn fixed(silence_ms: u64) -> TurnConfig {
+    TurnConfig {
+        policy: TurnPolicy::FixedSilence {
+            silence: ms(silence_ms),
+        },
+        ..TurnConfig::default()
+    }
+}
+
+#[test]
+fn speech_from_listening_opens_a_new_epoch_and_marks_its_start() {
+    let mut d = Driver::new(TurnConfig::default());
+    let out = d.speech(100, 164);
+    assert_eq!(d.m.state(), TurnState::UserSpeaking);
+    assert_eq!(d.m.epoch(), Epoch(1));
+    assert_eq!(
+        marked(&out, TurnEvent::UserSpeechStart),
+        Some((Epoch(1), d.at(100)))
+    );
+}
+
+#[test]
+fn the_vad_stop_finalizes_the_stt_and_asks_for_a_verdict() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.speech(100, 164);
+    let out = d.stop(1000, 1100);
+    assert_eq!(d.m.state(), TurnState::UserPaused);
+    assert!(out.contains(&Action::FinalizeStt));
+    assert!(out.iter().any(
+        |a| matches!(a, Action::RequestVerdict { speech_end, .. } if *speech_end == d.at(1000))
+    ));
+    assert_eq!(
+        marked(&out, TurnEvent::UserSpeechEnd),
+        Some((Epoch(1), d.at(1000)))
+    );
+    assert_eq!(
+        marked(&out, TurnEvent::VadStop),
+        Some((Epoch(1), d.at(1100)))
+    );
+}
+
+#[test]
+fn a_complete_verdict_and_the_final_end_the_turn_and_start_one_response() {
+    let mut d = Driver::new(TurnConfig::default());
+    let out = d.user_turn(100, 1000, "hello there");
+    assert_eq!(responses(&out), vec![(Epoch(1), "hello there".to_owned())]);
+    assert_eq!(d.m.state(), TurnState::BotThinking);
+    assert_eq!(
+        marked(&out, TurnEvent::TurnEnd),
+        Some((Epoch(1), d.at(1250)))
+    );
+    assert_eq!(
+        marked(&out, TurnEvent::LlmRequest),
+        Some((Epoch(1), d.at(1250)))
+    );
+    assert_eq!(d.m.counters().responses, 1);
+}
+
+#[test]
+fn a_complete_verdict_waits_for_the_final_when_it_is_required() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    let out = d.verdict(1125, COMPLETE);
+    assert!(responses(&out).is_empty());
+    assert_eq!(d.m.state(), TurnState::UserPaused);
+    let out = d.final_(1300, "ok");
+    assert_eq!(responses(&out).len(), 1);
+}
+
+#[test]
+fn without_require_final_a_complete_verdict_ends_the_turn_with_the_interim() {
+    let mut d = Driver::new(TurnConfig {
+        require_final: false,
+        ..TurnConfig::default()
+    });
+    d.speech(100, 164);
+    d.m.handle_interim(d.at(500), "what time");
+    d.stop(1000, 1100);
+    let out = d.verdict(1125, COMPLETE);
+    assert_eq!(responses(&out), vec![(Epoch(1), "what time".to_owned())]);
+}
+
+#[test]
+fn an_incomplete_verdict_waits_and_resumed_speech_continues_the_same_turn() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    d.verdict(1125, INCOMPLETE);
+    d.final_(1250, "I would like");
+    assert_eq!(d.m.state(), TurnState::UserPaused);
+    let out = d.speech(1400, 1464);
+    assert!(marked(&out, TurnEvent::UserSpeechStart).is_none());
+    assert_eq!(d.m.epoch(), Epoch(1));
+    d.stop(2500, 2600);
+    d.verdict(2625, COMPLETE);
+    let out = d.final_(2750, "a coffee");
+    assert_eq!(
+        responses(&out),
+        vec![(Epoch(1), "I would like a coffee".to_owned())]
+    );
+    assert_eq!(d.m.counters().turns, 1);
+    assert_eq!(d.m.counters().responses, 1);
+}
+
+#[test]
+fn an_incomplete_verdict_ends_the_turn_at_its_timeout() {
+    let mut d = Driver::new(TurnConfig {
+        policy: TurnPolicy::Adaptive {
+            incomplete_timeout: ms(2000),
+        },
+        ..TurnConfig::default()
+    });
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    d.verdict(1125, INCOMPLETE);
+    d.final_(1250, "so");
+    assert_eq!(d.m.poll_timeout(), Some(d.at(3100)));
+    let out = d.advance_to(3100);
+    assert_eq!(responses(&out), vec![(Epoch(1), "so".to_owned())]);
+    assert_eq!(
+        marked(&out, TurnEvent::TurnEnd),
+        Some((Epoch(1), d.at(3100)))
+    );
+    assert_eq!(d.m.counters().incomplete_timeouts, 1);
+}
+
+#[test]
+fn a_failed_analysis_counts_as_complete_and_is_counted() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    d.final_(1200, "yes");
+    let out = d.verdict(1300, Verdict::Failed);
+    assert_eq!(responses(&out).len(), 1);
+    assert_eq!(d.m.counters().verdicts_failed, 1);
+}
+
+#[test]
+fn a_verdict_for_an_older_stop_is_ignored() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    let old = d.last_stop().unwrap();
+    d.speech(1150, 1214);
+    d.stop(2000, 2100);
+    d.m.handle_verdict(d.at(2110), old, COMPLETE);
+    d.drain();
+    d.final_(2200, "a");
+    d.final_(2250, "b");
+    assert_eq!(
+        d.m.state(),
+        TurnState::UserPaused,
+        "the old verdict must not end the turn"
+    );
+    assert_eq!(d.m.counters().stale_verdicts, 1);
+    let out = d.verdict(2300, COMPLETE);
+    assert_eq!(responses(&out), vec![(Epoch(1), "a b".to_owned())]);
+}
+
+#[test]
+fn fixed_silence_counts_from_the_backdated_stop() {
+    let mut d = Driver::new(fixed(450));
+    d.speech(100, 164);
+    let out = d.stop(1000, 1100);
+    assert!(
+        !out.iter()
+            .any(|a| matches!(a, Action::RequestVerdict { .. }))
+    );
+    d.final_(1200, "hi");
+    assert_eq!(d.m.poll_timeout(), Some(d.at(1450)));
+    let out = d.advance_to(1450);
+    assert_eq!(responses(&out).len(), 1);
+    assert_eq!(
+        marked(&out, TurnEvent::TurnEnd),
+        Some((Epoch(1), d.at(1450)))
+    );
+}
+
+#[test]
+fn fixed_silence_still_waits_for_a_late_final() {
+    let mut d = Driver::new(fixed(450));
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    assert!(responses(&d.advance_to(1500)).is_empty());
+    let out = d.final_(1600, "late");
+    assert_eq!(responses(&out).len(), 1);
+}
+
+#[test]
+fn a_missing_final_ends_the_turn_at_the_final_timeout_with_the_interim() {
+    let mut d = Driver::new(TurnConfig {
+        final_timeout: ms(800),
+        ..TurnConfig::default()
+    });
+    d.speech(100, 164);
+    d.m.handle_interim(d.at(600), "book a table");
+    d.stop(1000, 1100);
+    d.verdict(1125, COMPLETE);
+    assert_eq!(d.m.poll_timeout(), Some(d.at(1900)));
+    let out = d.advance_to(1900);
+    assert_eq!(responses(&out), vec![(Epoch(1), "book a table".to_owned())]);
+    assert_eq!(d.m.counters().final_timeouts, 1);
+}
+
+#[test]
+fn an_empty_transcript_ends_the_turn_without_a_request() {
+    let mut d = Driver::new(TurnConfig::default());
+    let out = d.user_turn(100, 400, "  ");
+    assert!(responses(&out).is_empty());
+    assert!(marked(&out, TurnEvent::TurnEnd).is_some());
+    assert_eq!(d.m.state(), TurnState::Listening);
+    assert_eq!(d.m.counters().empty_turns, 1);
+}
+
+#[test]
+fn speech_after_the_turn_end_but_before_audio_takes_the_turn_back() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.user_turn(100, 1000, "I want");
+    assert_eq!(d.m.state(), TurnState::BotThinking);
+    let out = d.speech(1400, 1464);
+    assert_eq!(
+        out.first(),
+        Some(&Action::CancelResponse {
+            cancelled: Epoch(1),
+            new: Epoch(2)
+        })
+    );
+    assert_eq!(
+        marked(&out, TurnEvent::UserSpeechStart),
+        Some((Epoch(2), d.at(100))),
+        "the continued turn keeps the original speech start"
+    );
+    assert_eq!(d.m.state(), TurnState::UserSpeaking);
+    d.stop(2000, 2100);
+    d.verdict(2125, COMPLETE);
+    let out = d.final_(2250, "a refund");
+    assert_eq!(
+        responses(&out),
+        vec![(Epoch(2), "I want a refund".to_owned())]
+    );
+    let c = d.m.counters();
+    assert_eq!((c.turns, c.taken_back, c.responses), (1, 1, 2));
+}
+
+#[test]
+fn speech_while_the_bot_speaks_interrupts_at_once_by_default() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.user_turn(100, 1000, "tell me a story");
+    d.m.handle_response_audio_started(d.at(1700), Epoch(1));
+    assert_eq!(d.m.state(), TurnState::BotSpeaking);
+    let out = d.speech(3000, 3064);
+    assert_eq!(
+        out,
+        vec![Action::Interrupt {
+            old: Epoch(1),
+            new: Epoch(2),
+            speech_start: d.at(3000)
+        }]
+    );
+    assert_eq!(d.m.state(), TurnState::UserSpeaking);
+    assert_eq!(d.m.counters().barge_ins, 1);
+    // The old response's completion no longer matters.
+    d.m.handle_response_finished(d.at(3100), Epoch(1));
+    assert_eq!(d.m.state(), TurnState::UserSpeaking);
+}
+
+#[test]
+fn short_speech_over_the_bot_does_not_interrupt_and_is_counted() {
+    let mut d = Driver::new(TurnConfig {
+        barge_in: BargeInConfig {
+            enabled: true,
+            min_speech: ms(300),
+        },
+        ..TurnConfig::default()
+    });
+    d.user_turn(100, 1000, "hi");
+    d.m.handle_response_audio_started(d.at(1700), Epoch(1));
+    d.speech(3000, 3064);
+    assert_eq!(d.m.poll_timeout(), Some(d.at(3300)));
+    d.stop(3150, 3250);
+    assert_eq!(d.m.state(), TurnState::BotSpeaking);
+    assert_eq!(d.m.counters().short_speech_ignored, 1);
+    assert_eq!(d.m.poll_timeout(), None);
+    // Longer speech interrupts at speech start + min_speech.
+    d.speech(4000, 4064);
+    let out = d.advance_to(4300);
+    assert!(matches!(
+        out.as_slice(),
+        [Action::Interrupt {
+            old: Epoch(1),
+            new: Epoch(2),
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn with_barge_in_disabled_speech_over_the_bot_becomes_the_next_turn() {
+    let mut d = Driver::new(TurnConfig {
+        barge_in: BargeInConfig {
+            enabled: false,
+            min_speech: ms(0),
+        },
+        ..TurnConfig::default()
+    });
+    d.user_turn(100, 1000, "hi");
+    d.m.handle_response_audio_started(d.at(1700), Epoch(1));
+    assert!(d.speech(3000, 3064).is_empty());
+    d.m.handle_response_finished(d.at(3500), Epoch(1));
+    let out = d.drain();
+    assert_eq!(d.m.state(), TurnState::UserSpeaking);
+    assert_eq!(
+        marked(&out, TurnEvent::UserSpeechStart),
+        Some((Epoch(2), d.at(3000)))
+    );
+}
+
+#[test]
+fn the_greeting_is_spoken_first_and_speech_over_it_interrupts() {
+    let mut d = Driver::new(TurnConfig {
+        greeting: Some("Hello, how can I help?".into()),
+        ..TurnConfig::default()
+    });
+    assert_eq!(
+        d.log,
+        vec![Action::Speak {
+            epoch: Epoch(0),
+            text: "Hello, how can I help?".into(),
+            kind: SpeakKind::Greeting
+        }]
+    );
+    let out = d.speech(200, 264);
+    assert!(matches!(
+        out.as_slice(),
+        [Action::Interrupt {
+            old: Epoch(0),
+            new: Epoch(1),
+            ..
+        }]
+    ));
+}
+
+#[test]
+fn say_speaks_at_once_when_idle_and_waits_while_busy() {
+    let mut d = Driver::new(TurnConfig::default());
+    assert!(d.m.say("one".into()));
+    assert!(matches!(
+        d.drain().as_slice(),
+        [Action::Speak {
+            kind: SpeakKind::Say,
+            ..
+        }]
+    ));
+    assert!(d.m.say("two".into()));
+    assert!(d.drain().is_empty(), "the bot is busy: queued");
+    d.m.handle_response_finished(d.at(500), Epoch(0));
+    let out = d.drain();
+    assert!(matches!(out.as_slice(), [Action::Speak { text, .. }] if text == "two"));
+    for _ in 0..SAY_QUEUE_CAPACITY {
+        assert!(d.m.say("x".into()));
+    }
+    assert!(!d.m.say("overflow".into()), "the queue is bounded");
+}
+
+#[test]
+fn the_idle_guard_prompts_then_ends_the_call() {
+    let mut d = Driver::new(TurnConfig {
+        idle: Some(IdleConfig {
+            prompt_after: ms(5000),
+            prompt: "Are you still there?".into(),
+            end_after: ms(4000),
+        }),
+        ..TurnConfig::default()
+    });
+    let out = d.advance_to(5000);
+    assert!(matches!(
+        out.as_slice(),
+        [Action::Speak {
+            kind: SpeakKind::IdlePrompt,
+            ..
+        }]
+    ));
+    d.m.handle_response_finished(d.at(6000), Epoch(0));
+    assert_eq!(d.m.poll_timeout(), Some(d.at(10_000)));
+    let out = d.advance_to(10_000);
+    assert_eq!(out, vec![Action::EndCall(EndReason::Idle)]);
+    assert_eq!(d.m.state(), TurnState::Ended);
+}
+
+#[test]
+fn caller_speech_resets_the_idle_guard() {
+    let mut d = Driver::new(TurnConfig {
+        idle: Some(IdleConfig {
+            prompt_after: ms(5000),
+            prompt: "Hello?".into(),
+            end_after: ms(4000),
+        }),
+        ..TurnConfig::default()
+    });
+    d.speech(4000, 4064);
+    assert!(d.advance_to(9000).is_empty());
+    assert_eq!(d.m.state(), TurnState::UserSpeaking);
+}
+
+#[test]
+fn the_maximum_call_duration_ends_the_call_in_any_state() {
+    let mut d = Driver::new(TurnConfig {
+        max_call_duration: Some(ms(60_000)),
+        ..TurnConfig::default()
+    });
+    d.speech(59_000, 59_064);
+    let out = d.advance_to(60_000);
+    assert_eq!(out, vec![Action::EndCall(EndReason::MaxDuration)]);
+    assert_eq!(d.m.state(), TurnState::Ended);
+    assert_eq!(d.m.poll_timeout(), None);
+}
+
+#[test]
+fn a_response_event_of_an_older_epoch_is_ignored() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.user_turn(100, 1000, "a");
+    d.m.handle_response_finished(d.at(1500), Epoch(0));
+    assert_eq!(d.m.state(), TurnState::BotThinking);
+    d.m.handle_response_audio_started(d.at(1600), Epoch(1));
+    d.m.handle_response_finished(d.at(2600), Epoch(1));
+    assert_eq!(d.m.state(), TurnState::Listening);
+}
+
+#[test]
+fn after_a_hangup_nothing_happens() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.m.handle_hangup(d.at(10));
+    assert!(d.speech(100, 164).is_empty());
+    assert!(!d.m.say("hi".into()));
+    assert_eq!(d.m.poll_timeout(), None);
+}
+
+/// Random sequences of inputs (seeded, reproducible): the machine never panics,
+/// never reports the same deadline again after handling it, and starts at most
+/// one response per epoch.
+#[test]
+fn random_input_sequences_keep_every_invariant() {
+    let configs = [
+        TurnConfig::default(),
+        fixed(300),
+        TurnConfig {
+            barge_in: BargeInConfig {
+                enabled: true,
+                min_speech: ms(200),
+            },
+            idle: Some(IdleConfig {
+                prompt_after: ms(3000),
+                prompt: "Hello?".into(),
+                end_after: ms(3000),
+            }),
+            max_call_duration: Some(ms(60_000)),
+            greeting: Some("Hi".into()),
+            ..TurnConfig::default()
+        },
+    ];
+    for seed in 0..300u64 {
+        let mut rng = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let mut d = Driver::new(configs[(seed % 3) as usize].clone());
+        let mut t = 0;
+        for _ in 0..60 {
+            t += 1 + next(400);
+            d.advance_to(t);
+            let now = d.at(t);
+            match next(9) {
+                0 => d.m.handle_speech_start(now, now - ms(next(100))),
+                1 => d.m.handle_speech_end(now, now - ms(next(100))),
+                2 => d.m.handle_final(now, "words", next(2) == 0),
+                3 => d.m.handle_interim(now, "wor"),
+                4 => {
+                    if let Some(stop) = d.last_stop() {
+                        let v = [COMPLETE, INCOMPLETE, Verdict::Failed][next(3) as usize];
+                        d.m.handle_verdict(now, stop, v);
+                    }
+                }
+                5 => d.m.handle_response_audio_started(now, d.m.epoch()),
+                6 => d.m.handle_response_finished(now, d.m.epoch()),
+                7 => {
+                    d.m.say("hello".into());
+                }
+                _ => {}
+            }
+            d.drain();
+        }
+        let mut per_epoch = std::collections::HashMap::new();
+        for (epoch, _) in responses(&d.log) {
+            *per_epoch.entry(epoch).or_insert(0) += 1;
+        }
+        assert!(
+            per_epoch.values().all(|&n| n == 1),
+            "seed {seed}: {per_epoch:?}"
+        );
+    }
+}
