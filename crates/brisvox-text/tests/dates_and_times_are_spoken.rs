@@ -27,6 +27,7 @@ fn turkish_dates_and_times() {
             "on iki Mart iki bin yirmi altı tarihinde",
         ),
         ("03/12/2026", "üç Aralık iki bin yirmi altı"),
+        ("2026-03-12", "on iki Mart iki bin yirmi altı"),
         ("saat 14:30", "saat on dört otuz"),
         ("saat 09:00", "saat dokuz"),
         ("saat 09:05", "saat dokuz sıfır beş"),
@@ -41,10 +42,10 @@ fn turkish_dates_and_times() {
 fn impossible_dates_and_times_are_not_read_as_such() {
     assert_eq!(
         normalize("99:99", Language::En),
-        "nine nine colon nine nine"
+        "ninety-nine colon ninety-nine"
     );
     assert_eq!(
         normalize("32.13.2026", Language::Tr),
-        "üç iki nokta bir üç nokta iki sıfır iki altı"
+        "otuz iki nokta on üç nokta iki bin yirmi altı"
     );
 }

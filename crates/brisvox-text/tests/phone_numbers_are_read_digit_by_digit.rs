@@ -44,5 +44,5 @@ fn english_phone_numbers() {
 #[test]
 fn counted_numbers_are_not_phone_numbers() {
     assert_eq!(normalize("1 2 3", Language::En), "one two three");
-    assert_eq!(normalize("10-20", Language::En), "ten-twenty");
+    assert_eq!(normalize("10-20", Language::En), "ten to twenty");
 }

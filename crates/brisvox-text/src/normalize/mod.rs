@@ -115,12 +115,18 @@ impl Rewriter<'_, '_> {
     /// A rule at `i` (an ASCII trigger or the lead byte of a symbol, so a
     /// char boundary), when the char before is not a letter or digit.
     fn rule_at(&mut self, i: usize) -> Option<usize> {
-        let prev_alnum = self.text[..i]
-            .chars()
-            .next_back()
-            .is_some_and(char::is_alphanumeric);
+        let mut before = self.text[..i].chars().rev();
+        let inside_token = match before.next() {
+            Some('.' | ',') => before.next().is_some_and(char::is_alphanumeric),
+            Some(prev) => prev.is_alphanumeric(),
+            None => false,
+        };
         let c = self.text[i..].chars().next()?;
-        if prev_alnum { None } else { self.try_at(i, c) }
+        if inside_token {
+            None
+        } else {
+            self.try_at(i, c)
+        }
     }
 
     /// An abbreviation whose (first) period is at `dot`.
@@ -149,7 +155,11 @@ impl Rewriter<'_, '_> {
         let after = i + c.len_utf8();
         let digit_after = |at: usize| self.text.as_bytes().get(at).is_some_and(u8::is_ascii_digit);
         if c.is_ascii_digit() {
-            if let Some(end) = phone::phone_end(self.text, i) {
+            let phone = rules::iso_date(self.text, i)
+                .is_none()
+                .then(|| phone::phone_end(self.text, i))
+                .flatten();
+            if let Some(end) = phone {
                 return Some(self.phone(i, end));
             }
             return Some(self.number(i, i, Prefix::None));

@@ -3,7 +3,7 @@
 //! Recognised shapes: `+` and 8-15 digits (`+90 532 123 45 67`,
 //! `+14155552671`); `(555) 123-4567`; a leading `0` with 10-11 digits
 //! (`0532 123 45 67`, `05321234567`); three or more dash-joined groups with
-//! 7-12 digits (`555-123-4567`).
+//! 7-12 digits (`555-123-4567`), or the local `555-1234`.
 
 use crate::Language;
 
@@ -37,7 +37,8 @@ impl Shape {
         } else if self.leading_zero && self.first_group >= 3 {
             (10..=11).contains(&self.digits) && (self.groups > 1 || self.digits == 11)
         } else {
-            self.groups >= 3
+            let local = self.groups == 2 && self.first_group == 3 && self.digits == 7;
+            (self.groups >= 3 || local)
                 && self.spaces == 0
                 && self.dashes == self.groups - 1
                 && (7..=12).contains(&self.digits)

@@ -71,6 +71,8 @@ pub(crate) enum Post {
     Plural,
     /// Letters glued to the number (`4B`): a space goes between.
     Letters,
+    /// English range `3-5`: the second number.
+    Range(u64),
 }
 
 /// A number with everything the rules read around it.
@@ -97,7 +99,7 @@ pub(crate) fn match_number(
     prefix: Prefix,
     language: Language,
 ) -> NumberMatch<'_> {
-    let mut parsed = number::parse(text, start, language);
+    let mut parsed = iso_date(text, start).unwrap_or_else(|| number::parse(text, start, language));
     if language == Language::Tr {
         dotted_time_after_saat(text, start, &mut parsed);
     }
@@ -110,8 +112,9 @@ pub(crate) fn match_number(
         suffix = Some(s);
         end = after;
     }
-    let year_context =
-        language == Language::En && (post == Post::Plural || year_word_before(text, start));
+    let year_range = matches!(post, Post::Range(to) if (1000..=2099).contains(&to));
+    let year_context = language == Language::En
+        && (post == Post::Plural || year_range || year_word_before(text, start));
     NumberMatch {
         parsed,
         prefix,
@@ -133,12 +136,15 @@ fn match_post(
     let plain_int =
         matches!(parsed.numeral, Numeral::Value { frac: None, .. }) && parsed.groups == 1;
     if prefix == Prefix::None {
-        if rest.starts_with('%') {
-            return (Post::Percent, end + 1);
+        if rest.starts_with('%') || rest.starts_with(" %") {
+            return (Post::Percent, end + rest.find('%').unwrap_or(0) + 1);
         }
         if let Some(found) = currency_after(rest) {
             return (Post::Currency(found.0), end + found.1);
         }
+    }
+    if let Some((to, to_end)) = range_to(text, parsed, language) {
+        return (Post::Range(to), to_end);
     }
     if language == Language::Tr && plain_int && ordinal_dot(rest) {
         return (Post::OrdinalDot, end + 1);
@@ -178,6 +184,39 @@ fn plural_apostrophe(rest: &str, language: Language, plain_int: bool) -> Option<
     (!tail.starts_with(char::is_alphabetic)).then_some(mark.len_utf8() + 1)
 }
 
+/// English `3-5`, `2020-2024`: a plain integer, a dash and a larger plain
+/// integer of at most four digits that does not look like a local phone
+/// number (`555-1234`).
+fn range_to(text: &str, parsed: &Parsed<'_>, language: Language) -> Option<(u64, usize)> {
+    let Numeral::Value {
+        int: from,
+        frac: None,
+    } = parsed.numeral
+    else {
+        return None;
+    };
+    if language != Language::En || parsed.groups != 1 {
+        return None;
+    }
+    let after = text[parsed.end..].strip_prefix(['-', '–'])?;
+    if !after.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let start = text.len() - after.len();
+    let to = number::parse(text, start, language);
+    let Numeral::Value {
+        int: to_value,
+        frac: None,
+    } = to.numeral
+    else {
+        return None;
+    };
+    let to_digits = to.end - start;
+    let phone_like = (100..1000).contains(&from) && to_digits == 4;
+    (to.groups == 1 && from < to_value && to_digits <= 4 && !phone_like)
+        .then_some((to_value, to.end))
+}
+
 /// `TL`, `₺`, `USD`, ... after one space, or a symbol right after the digits.
 fn currency_after(rest: &str) -> Option<(Currency, usize)> {
     if let Some(c) = rest.chars().next().and_then(Currency::from_symbol) {
@@ -213,6 +252,34 @@ pub(crate) fn apostrophe_suffix(text: &str, at: usize) -> Option<(&str, usize)> 
         .find(|c: char| !c.is_alphabetic())
         .unwrap_or(body.len());
     (len > 0).then(|| (&body[..len], at + mark.len_utf8() + len))
+}
+
+/// An ISO date `2026-03-12` (year, month, day).
+pub(crate) fn iso_date(text: &str, start: usize) -> Option<Parsed<'_>> {
+    let b = text.as_bytes().get(start..start + 10)?;
+    let digits_at = |r: std::ops::Range<usize>| r.clone().all(|i| b[i].is_ascii_digit());
+    let shape =
+        digits_at(0..4) && b[4] == b'-' && digits_at(5..7) && b[7] == b'-' && digits_at(8..10);
+    let after_digit = text
+        .as_bytes()
+        .get(start + 10)
+        .is_some_and(u8::is_ascii_digit);
+    if !shape || after_digit {
+        return None;
+    }
+    let month: u64 = text[start + 5..start + 7].parse().ok()?;
+    let day: u64 = text[start + 8..start + 10].parse().ok()?;
+    let valid = (1..=12).contains(&month) && (1..=31).contains(&day);
+    let numeral = Numeral::Date {
+        day,
+        month,
+        year: &text[start..start + 4],
+    };
+    valid.then_some(Parsed {
+        numeral,
+        end: start + 10,
+        groups: 3,
+    })
 }
 
 /// Turkish `saat 14.30`: a dotted time after the word `saat`.

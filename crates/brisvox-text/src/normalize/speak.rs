@@ -55,6 +55,14 @@ pub(crate) fn say_number(m: &NumberMatch<'_>, language: Language, out: &mut Stri
         word(out, "percent");
     }
     match m.post {
+        Post::Range(to) => {
+            word(out, "to");
+            if m.year_context && (1000..=2099).contains(&to) {
+                en::year(to, out)
+            } else {
+                en::cardinal(to, out)
+            }
+        }
         Post::Plural => en::make_plural(out),
         Post::Letters => out.push(' '),
         _ => {}
@@ -91,6 +99,29 @@ fn digits(written: &str, language: Language, out: &mut String) {
             (None, Language::Tr) => separator_tr(c),
         };
         word(out, w);
+    }
+}
+
+/// Digit groups that fit no number rule (`1.2.3`, `24/7`): short groups as
+/// numbers, long or zero-led ones digit by digit, separators as words.
+fn groups(written: &str, language: Language, out: &mut String) {
+    let mut rest = written;
+    while !rest.is_empty() {
+        let len = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let group = &rest[..len];
+        match group.parse::<u64>() {
+            Ok(n) if len > 0 && len <= 4 && (len == 1 || !group.starts_with('0')) => {
+                cardinal(n, language, out)
+            }
+            _ => digits(group, language, out),
+        }
+        let Some(sep) = rest[len..].chars().next() else {
+            break;
+        };
+        digits(&rest[len..len + sep.len_utf8()], language, out);
+        rest = &rest[len + sep.len_utf8()..];
     }
 }
 
@@ -133,7 +164,7 @@ pub(crate) fn numeral_words(
         } => decimal(int, frac, language, out),
         Numeral::Time { hour, minute } => time(hour, minute, language, out),
         Numeral::Date { day, month, year } => date(day, month, year, language, out),
-        Numeral::Digits(written) => digits(written, language, out),
+        Numeral::Digits(written) => groups(written, language, out),
     }
 }
 
