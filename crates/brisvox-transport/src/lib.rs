@@ -1,0 +1,1 @@
+//! brisvox-transport: wire protocols (the brisvox websocket protocol, Twilio Media Streams).
