@@ -59,6 +59,7 @@ pub fn normalize(text: &str, language: Language) -> Cow<'_, str> {
 /// nothing useful and `text` is the answer. For callers that reuse a buffer.
 pub fn normalize_into(text: &str, language: Language, out: &mut String) -> bool {
     out.clear();
+    out.reserve(text.len() + text.len() / 2);
     let mut rewriter = Rewriter {
         text,
         language,
