@@ -28,6 +28,10 @@ use crate::{BoxFuture, ProviderError, SendError};
 /// See [`SttSender::send_audio`] for the overflow policy.
 pub const STT_INPUT_CAPACITY: usize = 64;
 
+/// Slots of the input queue that audio never takes, so a finalize or close
+/// finds room at once even when audio has filled everything else.
+pub const STT_CONTROL_HEADROOM: usize = 4;
+
 /// Capacity of a session's audio ring, in samples: 640 ms at 16 kHz.
 pub const STT_INPUT_BUFFER_SAMPLES: usize = 10_240;
 
@@ -264,6 +268,9 @@ impl SttSender {
     /// drop (a full ring means the provider task has stalled for over 600 ms,
     /// and the transcript of that stretch is lost either way).
     pub fn send_audio(&self, frame: &AudioFrame) -> Result<(), SendError> {
+        if self.input.capacity() <= STT_CONTROL_HEADROOM && !self.input.is_closed() {
+            return Err(SendError::Full);
+        }
         let permit = match self.input.try_reserve() {
             Ok(permit) => permit,
             Err(mpsc::error::TrySendError::Full(())) => return Err(SendError::Full),
