@@ -108,7 +108,7 @@ impl AudioFrame {
         Duration::from_nanos(u64::from(self.len) * 1_000_000_000 / u64::from(self.sample_rate_hz))
     }
 
-    /// Whether any sample is not zero (the benchmark client's "non-silent" test uses a threshold instead).
+    /// Whether every sample is zero (the benchmark client's "non-silent" test uses a threshold instead).
     pub fn is_digital_silence(&self) -> bool {
         self.samples().iter().all(|&s| s == 0)
     }
