@@ -4,7 +4,7 @@
 //! (the `ort` crate, loading the library extracted from the pinned onnxruntime
 //! wheel) on dedicated OS-thread pools, never on tokio workers.
 
+pub mod pool;
 pub mod runtime;
 pub mod smart_turn;
-pub mod pool;
 pub mod vad;

@@ -312,6 +312,9 @@ impl Core {
     fn next_job(&self) -> Option<QueuedJob> {
         let mut lines = self.lines();
         loop {
+            if lines.shutting_down {
+                return None;
+            }
             if let Some(job) = lines.high.pop_front() {
                 self.counters.queued_high.fetch_sub(1, Ordering::Relaxed);
                 return Some(job);
@@ -319,9 +322,6 @@ impl Core {
             if let Some(job) = lines.normal.pop_front() {
                 self.counters.queued_normal.fetch_sub(1, Ordering::Relaxed);
                 return Some(job);
-            }
-            if lines.shutting_down {
-                return None;
             }
             lines = self
                 .work

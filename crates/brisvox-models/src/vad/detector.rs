@@ -301,6 +301,14 @@ impl VadDetector {
         }
     }
 
+    /// Handles window number `seq` of the stream (0-based, as
+    /// [`WindowOutcome::seq`](super::service::WindowOutcome::seq) counts): the same as
+    /// [`handle_window`](Self::handle_window) with its end at
+    /// `(seq + 1) * window_samples`.
+    pub fn handle_seq(&mut self, seq: u64, probability: f32) -> Option<VadEvent> {
+        self.handle_window((seq + 1) * self.window_samples, probability)
+    }
+
     fn confirm_start(&mut self, run_start: u64, window_end: u64) -> Option<VadEvent> {
         if window_end.saturating_sub(run_start) < self.min_speech {
             return None;
@@ -742,6 +750,24 @@ mod tests {
         };
         assert_eq!(at, speech_end_at);
         assert_eq!(events[2].0, 5);
+    }
+
+    #[test]
+    fn handle_seq_is_handle_window_at_the_windows_end() {
+        let probs = [Q, S, S, Q, Q, Q, Q, Q];
+        for rate in [SileroRate::Hz8000, SileroRate::Hz16000] {
+            let mut d = VadDetector::new(hinting(64), rate);
+            let by_seq: Vec<_> = probs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &p)| d.handle_seq(i as u64, p))
+                .collect();
+            let by_end: Vec<_> = run(hinting(64), rate, &probs)
+                .into_iter()
+                .map(|e| e.1)
+                .collect();
+            assert_eq!(by_seq, by_end);
+        }
     }
 
     #[test]
