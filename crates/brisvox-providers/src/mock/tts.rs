@@ -237,7 +237,8 @@ impl OpenContext {
             return None;
         }
         match self.fault {
-            Some(Fault::Refuse(_)) => return Some(self.next_at.unwrap_or_else(Instant::now)),
+            // A refused context fails as soon as it starts.
+            Some(Fault::Refuse(_)) => return Some(Instant::now()),
             _ if self.owed_ms > 0 => return self.next_at,
             _ => {}
         }
