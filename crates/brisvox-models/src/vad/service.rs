@@ -355,15 +355,20 @@ impl ServiceInner {
     }
 
     /// One batch job: gather every eligible waiting window, run them, deliver.
+    ///
+    /// A job that finds nothing eligible (every waiting window belongs to a stream in
+    /// another run) ends at once without rescheduling, so jobs never spin: the run
+    /// holding those streams looks at the queue when it ends.
     fn run_job(self: Arc<Self>) {
         self.linger();
         let mut scratch = self.take_scratch();
-        let more = self.gather(&mut scratch);
-        if !scratch.rows.is_empty() {
+        self.gather(&mut scratch);
+        let ran = !scratch.rows.is_empty();
+        if ran {
             self.run_and_deliver(&mut scratch);
         }
         self.give_back(scratch);
-        if more {
+        if ran {
             self.schedule_leftovers();
         }
     }
@@ -389,9 +394,8 @@ impl ServiceInner {
         }
     }
 
-    /// Moves every eligible waiting window into the batch; returns whether windows
-    /// are left waiting.
-    fn gather(&self, scratch: &mut Scratch) -> bool {
+    /// Moves every eligible waiting window into the batch.
+    fn gather(&self, scratch: &mut Scratch) {
         scratch.batch.clear();
         scratch.rows.clear();
         let window_len = self.config.rate.window_samples();
@@ -443,7 +447,6 @@ impl ServiceInner {
         self.counters
             .deferrals
             .fetch_add(deferred, Ordering::Relaxed);
-        !queue.windows.is_empty()
     }
 
     fn run_and_deliver(&self, scratch: &mut Scratch) {
@@ -473,8 +476,8 @@ impl ServiceInner {
         }
     }
 
-    /// Windows were left behind (batch full, or their stream in another run): make
-    /// sure a job will look at them.
+    /// After a run: windows may wait that no job will look at (left behind because
+    /// the batch was full or their stream was in this run); schedule one if so.
     fn schedule_leftovers(self: &Arc<Self>) {
         let schedule = {
             let mut queue = self.queue();
