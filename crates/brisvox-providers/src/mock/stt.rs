@@ -353,50 +353,57 @@ impl SessionState {
             }
             self.begin_utterance();
             if self.mock.speech_started_events && !self.stalled {
-                events
-                    .send(SttEvent::SpeechStarted)
-                    .await
-                    .map_err(|_| None)?;
+                let started = events.send(SttEvent::SpeechStarted).await;
+                started.map_err(|_| None)?;
             }
         }
-        let (interval, per_word) = (
-            self.mock.interim_interval_ms.max(1),
-            self.mock.ms_per_word.max(1),
-        );
-        let converged = self.mock.converged_interims;
-        // Just set above if it was empty.
+        match self.interim_due(frame) {
+            Some(shown) => self.send_interim(shown, events).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Adds `frame` to the utterance's audio; the number of words an interim
+    /// due now shows, if one is due and would show something new.
+    fn interim_due(&mut self, frame: &AudioFrame) -> Option<usize> {
+        let interval = self.mock.interim_interval_ms.max(1);
+        let per_word = self.mock.ms_per_word.max(1);
+        let u = self.current.as_mut()?;
+        u.audio_ms += frame.duration().as_millis() as u64;
+        if u.audio_ms < u.next_interim_ms || self.stalled {
+            return None;
+        }
+        while u.next_interim_ms <= u.audio_ms {
+            u.next_interim_ms += interval;
+        }
+        let all = u.words.len();
+        let cap = if self.mock.converged_interims {
+            all
+        } else {
+            all.saturating_sub(1)
+        };
+        let shown = ((u.audio_ms / per_word) as usize).min(cap);
+        (shown > 0 && shown != u.last_interim).then_some(shown)
+    }
+
+    async fn send_interim(&mut self, shown: usize, events: &mpsc::Sender<SttEvent>) -> Flow {
         let Some(u) = self.current.as_mut() else {
             return Ok(());
         };
-        u.audio_ms += frame.duration().as_millis() as u64;
-        while u.audio_ms >= u.next_interim_ms {
-            u.next_interim_ms += interval;
-            let cap = if converged {
-                u.words.len()
-            } else {
-                u.words.len().saturating_sub(1)
-            };
-            let shown = ((u.audio_ms / per_word) as usize).min(cap);
-            if shown == 0 || shown == u.last_interim || self.stalled {
-                continue;
+        match gate(u.fault.as_ref(), u.events_sent) {
+            Gate::End(error) => return Err(Some(error)),
+            Gate::Stall => {
+                self.stalled = true;
+                return Ok(());
             }
-            match gate(u.fault.as_ref(), u.events_sent) {
-                Gate::End(error) => return Err(Some(error)),
-                Gate::Stall => {
-                    self.stalled = true;
-                    continue;
-                }
-                Gate::Send => {}
-            }
-            u.last_interim = shown;
-            u.events_sent += 1;
-            let text = u.words[..shown].join(" ");
-            events
-                .send(SttEvent::Interim { text })
-                .await
-                .map_err(|_| None)?;
-            self.inner.counters.interims.fetch_add(1, Ordering::Relaxed);
+            Gate::Send => {}
         }
+        u.last_interim = shown;
+        u.events_sent += 1;
+        let text = u.words[..shown].join(" ");
+        let sent = events.send(SttEvent::Interim { text }).await;
+        sent.map_err(|_| None)?;
+        self.inner.counters.interims.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
