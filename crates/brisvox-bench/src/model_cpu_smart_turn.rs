@@ -3,8 +3,9 @@
 //! Measures, each as the median of `runs` warm runs (after 3 warm-up runs):
 //!
 //! - the Rust feature extractor alone (8 s of audio -> [80, 800]);
-//! - the model alone at 1 and 2 ONNX Runtime intra-op threads;
-//! - a whole analysis (features + model) at 1 and 2 threads;
+//! - the model alone at 1 and 2 ONNX Runtime intra-op threads, and at 2 threads
+//!   with intra-op spinning off;
+//! - a whole analysis (features + model) in the same three configurations;
 //! - the 8 s ring snapshot on the caller's thread.
 //!
 //! CPU is read two ways: the process's on-CPU time summed over all its threads from
@@ -126,18 +127,25 @@ fn measure(f: &mut dyn FnMut()) -> Run {
 pub(crate) fn smart_turn_section(runs: usize) -> Result<String, String> {
     let runs = runs.max(1);
     let audio = test_audio(WINDOW_SAMPLES);
-    let models: Vec<(usize, SmartTurn)> = [1usize, 2]
-        .into_iter()
-        .map(|threads| {
-            let config = SmartTurnConfig {
-                intra_threads: threads,
-                ..SmartTurnConfig::default()
-            };
-            let model = SmartTurn::load(config).map_err(|e| e.to_string())?;
-            model.warm_up().map_err(|e| e.to_string())?;
-            Ok((threads, model))
-        })
-        .collect::<Result<_, String>>()?;
+    // (label, session): 1 and 2 intra-op threads with ONNX Runtime's default
+    // spinning, and 2 threads with spinning off.
+    let models: Vec<(&str, SmartTurn)> = [
+        (1usize, true, "1"),
+        (2, true, "2"),
+        (2, false, "2, no spin"),
+    ]
+    .into_iter()
+    .map(|(threads, spinning, label)| {
+        let config = SmartTurnConfig {
+            intra_threads: threads,
+            intra_op_spinning: spinning,
+            ..SmartTurnConfig::default()
+        };
+        let model = SmartTurn::load(config).map_err(|e| e.to_string())?;
+        model.warm_up().map_err(|e| e.to_string())?;
+        Ok((label, model))
+    })
+    .collect::<Result<_, String>>()?;
     let mut extractor = FeatureExtractor::new();
     let mut features = vec![0.0f32; FEATURES_LEN];
     extractor
@@ -224,14 +232,10 @@ pub(crate) fn smart_turn_section(runs: usize) -> Result<String, String> {
     };
     row("features (Rust)", "-", &feats);
     for (i, (threads, _)) in models.iter().enumerate() {
-        row("model", &threads.to_string(), &model_only[i]);
+        row("model", threads, &model_only[i]);
     }
     for (i, (threads, _)) in models.iter().enumerate() {
-        row(
-            "analysis (features + model)",
-            &threads.to_string(),
-            &whole[i],
-        );
+        row("analysis (features + model)", threads, &whole[i]);
     }
     let spread = probabilities
         .iter()
@@ -240,7 +244,7 @@ pub(crate) fn smart_turn_section(runs: usize) -> Result<String, String> {
         md,
         "\nRing snapshot on the caller's thread (copy into a recycled buffer, median \
          of 2,000): full 8 s {snap_8s_us:.2} us, 3 s turn {snap_3s_us:.2} us.\n\n\
-         Probabilities over all runs and both thread counts: min {:.9}, max {:.9} \
+         Probabilities over all runs and configurations: min {:.9}, max {:.9} \
          (identical runs give identical bits).",
         spread.0, spread.1
     );

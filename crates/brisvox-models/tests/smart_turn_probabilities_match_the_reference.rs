@@ -66,6 +66,26 @@ fn probabilities_from_the_reference_features_match_at_1_and_2_intra_threads() {
 }
 
 #[test]
+fn turning_intra_op_spinning_off_changes_no_bit() {
+    if !models_available("turning_intra_op_spinning_off_changes_no_bit") {
+        return;
+    }
+    let model = SmartTurn::load(SmartTurnConfig {
+        intra_threads: 2,
+        intra_op_spinning: false,
+        ..SmartTurnConfig::default()
+    })
+    .expect("loads");
+    for case in cases() {
+        let p = model
+            .probability_of_features(&golden_features(&case))
+            .expect("runs");
+        check(&case, p, "2 thr, spinning off");
+        assert_eq!(p.to_bits(), case.probability.to_bits(), "{}", case.name);
+    }
+}
+
+#[test]
 fn probabilities_from_the_fixture_audio_match_end_to_end() {
     if !models_available("probabilities_from_the_fixture_audio_match_end_to_end") {
         return;

@@ -29,13 +29,16 @@ use crate::runtime::{self, RuntimeError};
 
 /// Default ONNX Runtime intra-op threads for one analysis.
 ///
-/// Measured on the 2-core build machine under its usual load (load average ~4;
-/// `brisvox-bench model-cpu`, Smart Turn section, median of 31 warm runs): one
-/// thread 52 ms wall / 27 ms CPU per model run; two threads 64 ms wall / 78 ms CPU
-/// (the second worker spins after each run). A second thread was slower and cost
-/// almost three times the CPU, so one is the default. Raise it through
-/// [`SmartTurnConfig::intra_threads`] on machines with idle cores; the
-/// probabilities are bit-identical at 1 and 2 threads.
+/// Measured on the 2-core build machine under its usual load (load average 3-7;
+/// `brisvox-bench model-cpu`, Smart Turn section, medians of 31 warm runs, several
+/// runs): one thread ~26 ms wall / ~26 ms CPU per model run. Two threads cut the
+/// wall time to 14-17 ms only while the other core happens to be idle, are slower
+/// (33-100 ms) when it is busy, and always cost 2.5-3x the CPU (64-78 ms: the second
+/// worker spins after each run). Two threads with spinning off cost about the CPU of
+/// one but gained no latency here. One thread is the default: the least CPU and no
+/// bet on an idle core. Raise it through [`SmartTurnConfig::intra_threads`] on
+/// machines with idle cores; the probabilities are bit-identical at 1 and 2 threads,
+/// with and without spinning.
 pub const DEFAULT_INTRA_THREADS: usize = 1;
 
 /// Probability above which the model calls the turn complete (Pipecat: `> 0.5`).
@@ -83,6 +86,11 @@ pub struct SmartTurnConfig {
     pub sessions: usize,
     /// Graph optimisation level; keep the default ([`GraphOptimization::All`]).
     pub graph_optimization: GraphOptimization,
+    /// Whether ONNX Runtime's intra-op workers spin while waiting for work (its
+    /// default, true). Spinning buys latency with CPU: at 2 intra-op threads the
+    /// idle worker burns tens of ms of CPU after every analysis. Matters only with
+    /// more than one intra-op thread; the output is the same either way.
+    pub intra_op_spinning: bool,
     /// The model file; `None` finds `smart-turn-v3.2-cpu.onnx` in the models folder.
     pub model_path: Option<PathBuf>,
 }
@@ -93,6 +101,7 @@ impl Default for SmartTurnConfig {
             intra_threads: DEFAULT_INTRA_THREADS,
             sessions: 1,
             graph_optimization: GraphOptimization::All,
+            intra_op_spinning: true,
             model_path: None,
         }
     }
@@ -195,6 +204,8 @@ impl SmartTurn {
                     .with_inter_threads(1)
                     .map_err(ort::Error::from)?
                     .with_intra_threads(config.intra_threads)
+                    .map_err(ort::Error::from)?
+                    .with_intra_op_spinning(config.intra_op_spinning)
                     .map_err(ort::Error::from)?
                     .commit_from_file(&path)?;
                 Ok(Mutex::new(Lane {
