@@ -7,10 +7,17 @@
 //!   inference pool's High line and hands each stream its probability.
 //! - [`detector`]: turns one probability per window into speech start / stop /
 //!   falling events. No clock, no I/O.
+//! - [`window`]: cuts a stream's PCM16 frames into numbered f32 windows.
+//!
+//! A call's VAD, put together: frames -> [`window::WindowAssembler`] ->
+//! [`service::VadStream::submit`] -> the stream's sink gets
+//! [`service::WindowOutcome`] `{ seq, probability }` -> [`detector::VadDetector::handle_seq`]
+//! -> [`detector::VadEvent`]s.
 
 pub mod detector;
 pub mod service;
 pub mod silero;
+pub mod window;
 
 use crate::pool::PoolError;
 use crate::runtime::RuntimeError;
