@@ -1,1 +1,32 @@
-//! brisvox-transport: wire protocols (the brisvox websocket protocol, Twilio Media Streams).
+//! brisvox-transport: the wire protocols a call arrives on, as sans-IO codecs.
+//!
+//! - [`brisvox_ws`]: the brisvox websocket protocol, version 1
+//!   (`docs/WEBSOCKET_PROTOCOL.md`): a JSON `start`, binary audio both ways, JSON
+//!   events from the server.
+//! - [`twilio`]: Twilio Media Streams (JSON text messages with base64 mu-law at
+//!   8 kHz), plus [`twilio::TwilioPlayout`], which learns from echoed marks how
+//!   much of the sent audio the caller has heard.
+//! - [`framer`]: [`framer::FrameAssembler`], binary audio of any size in, whole
+//!   20 ms frames out, bounded.
+//!
+//! Nothing here owns a socket, a task or a clock. The websocket server (in
+//! `brisvox-server`) reads a message, hands it to a decoder (`decode`), acts on
+//! the typed event it gets back, drains whole audio frames (`pop_frame`) and
+//! writes what the encoders return. Every decoder bounds what it accepts by
+//! named limits and reports bad input as a typed error, never a panic.
+
+pub mod brisvox_ws;
+pub mod framer;
+pub mod twilio;
+
+mod fields;
+
+pub use brisvox_ws::{
+    AudioCodec, ClientEvent, ClientMessage, ClientMessageDecoder, DecodeError, DecoderLimits,
+    ServerEvent, StartInfo,
+};
+pub use framer::{FrameAssembler, FramerError};
+pub use twilio::{TwilioDecoder, TwilioError, TwilioEvent, TwilioPlayout};
+
+/// Length of one audio frame on every transport, in milliseconds.
+pub const FRAME_MS: u32 = 20;

@@ -1,0 +1,207 @@
+//! The JSON text messages of the brisvox protocol: the server's events and the
+//! client's controls, with their encoders.
+
+use serde::{Deserialize, Serialize};
+
+use super::{AudioCodec, StartInfo};
+
+/// The providers a call runs with, as announced in `started`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Providers {
+    /// Speech-to-text provider (e.g. `"mock"`, `"deepgram"`).
+    pub stt: String,
+    /// Language model provider (e.g. `"mock"`, `"openai_compatible"`).
+    pub llm: String,
+    /// Text-to-speech provider (e.g. `"mock"`, `"cartesia"`).
+    pub tts: String,
+}
+
+/// Per-turn metrics in milliseconds; a metric that is unknown for the turn is
+/// `None` and absent from the JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnMetricsMs {
+    /// From the end of the user's speech to the turn end decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_of_turn_delay_ms: Option<f64>,
+    /// From the end of the user's speech to the STT final.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stt_final_delay_ms: Option<f64>,
+    /// From the LLM request to its first token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm_ttft_ms: Option<f64>,
+    /// From the TTS request to its first audio byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tts_ttfb_ms: Option<f64>,
+    /// From the end of the user's speech to the first bot audio sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_latency_ms: Option<f64>,
+    /// From the barge-in speech start to the bot's audio stopping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_to_silence_ms: Option<f64>,
+}
+
+/// A JSON event from the server to the client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ServerEvent {
+    /// The call is accepted; audio may flow.
+    Started {
+        /// Protocol version the server speaks.
+        protocol_version: u32,
+        /// The client's call id, echoed.
+        call_id: String,
+        /// Codec of the audio both ways.
+        codec: AudioCodec,
+        /// Sample rate of the audio both ways, in Hz.
+        sample_rate: u32,
+        /// Providers in use.
+        providers: Providers,
+        /// True when any provider is a mock (no real STT, LLM or TTS).
+        mock: bool,
+    },
+    /// A transcript of the caller's speech.
+    Transcript {
+        /// The text.
+        text: String,
+        /// True for a final transcript, false for an interim one.
+        #[serde(rename = "final")]
+        is_final: bool,
+    },
+    /// The bot started sending speech audio.
+    BotSpeakingStarted,
+    /// The bot stopped sending speech audio.
+    BotSpeakingStopped {
+        /// True when it stopped because the caller talked over it.
+        interrupted: bool,
+    },
+    /// Barge-in: the client must drop every bot audio frame it has buffered.
+    Clear,
+    /// Metrics of one finished turn.
+    TurnMetrics {
+        /// Turn number within the call, from 1.
+        turn: u64,
+        /// The metrics, in milliseconds.
+        #[serde(flatten)]
+        metrics: TurnMetricsMs,
+    },
+    /// Something went wrong; `code` is stable, `message` is for people.
+    Error {
+        /// Stable machine-readable code (see the protocol document).
+        code: String,
+        /// Human-readable description.
+        message: String,
+    },
+    /// The call is over; the server closes the websocket next.
+    End {
+        /// Why (`"client_end"`, `"protocol_error"`, `"max_duration"`, ...).
+        reason: String,
+    },
+}
+
+impl ServerEvent {
+    /// The event as a JSON text message.
+    pub fn to_json(&self) -> String {
+        // Serialising these types cannot fail: every map key is a string and
+        // there are no non-serialisable values.
+        serde_json::to_string(self).expect("server events always serialise")
+    }
+
+    /// Parses a server event (for clients and tests).
+    pub fn from_json(text: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+}
+
+/// A JSON control message from the client to the server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ClientControl {
+    /// Opens the call.
+    Start {
+        /// Protocol version the client speaks.
+        protocol_version: u32,
+        /// Codec of the audio both ways.
+        codec: AudioCodec,
+        /// Sample rate of the audio both ways, in Hz.
+        sample_rate: u32,
+        /// The client's id for the call.
+        call_id: String,
+        /// Free metadata.
+        #[serde(default)]
+        metadata: serde_json::Map<String, serde_json::Value>,
+    },
+    /// Ends the call.
+    End {
+        /// Optional reason, for logs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// Asks the bot to say `text` (outside the normal turn flow).
+    Say {
+        /// What to say.
+        text: String,
+    },
+}
+
+impl ClientControl {
+    /// The `start` message for `info`.
+    pub fn start(info: &StartInfo) -> Self {
+        Self::Start {
+            protocol_version: info.protocol_version,
+            codec: info.codec,
+            sample_rate: info.sample_rate_hz,
+            call_id: info.call_id.clone(),
+            metadata: info.metadata.clone(),
+        }
+    }
+
+    /// The message as JSON text.
+    pub fn to_json(&self) -> String {
+        // Cannot fail: string keys only, no non-serialisable values.
+        serde_json::to_string(self).expect("client controls always serialise")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_metrics_are_absent_from_the_json() {
+        let ev = ServerEvent::TurnMetrics {
+            turn: 3,
+            metrics: TurnMetricsMs {
+                llm_ttft_ms: Some(350.5),
+                ..Default::default()
+            },
+        };
+        assert_eq!(
+            ev.to_json(),
+            r#"{"type":"turn_metrics","turn":3,"llm_ttft_ms":350.5}"#
+        );
+        assert_eq!(ServerEvent::from_json(&ev.to_json()).unwrap(), ev);
+    }
+
+    #[test]
+    fn unit_events_carry_only_their_type() {
+        assert_eq!(ServerEvent::Clear.to_json(), r#"{"type":"clear"}"#);
+        assert_eq!(
+            ServerEvent::BotSpeakingStarted.to_json(),
+            r#"{"type":"bot_speaking_started"}"#
+        );
+    }
+
+    #[test]
+    fn transcript_uses_final_on_the_wire() {
+        let ev = ServerEvent::Transcript {
+            text: "hi".into(),
+            is_final: true,
+        };
+        assert_eq!(
+            ev.to_json(),
+            r#"{"type":"transcript","text":"hi","final":true}"#
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! The brisvox websocket protocol, version 1 (`docs/WEBSOCKET_PROTOCOL.md`).
+//!
+//! A client opens the websocket, sends one JSON `start` text message, then
+//! streams binary audio (PCM16 little-endian or mu-law, at the rate it chose).
+//! The server answers with JSON events and binary audio in the same codec and
+//! rate. Either side may end the call with an `end` message.
+//!
+//! - [`ClientMessageDecoder`]: websocket messages from the client in, typed
+//!   [`ClientEvent`]s and whole 20 ms audio frames out, or a typed
+//!   [`DecodeError`] (each with a stable [`DecodeError::code`] for the `error`
+//!   event and a websocket close code when it ends the call).
+//! - [`ServerEvent`]: the server's JSON events; [`ServerEvent::to_json`] encodes.
+//! - [`ClientControl`]: the client's text messages, for clients and tests.
+//!
+//! Sans-IO: the server's websocket task feeds each message to
+//! [`ClientMessageDecoder::decode`], then drains
+//! [`ClientMessageDecoder::pop_frame`] until `None`.
+
+mod decode;
+mod events;
+
+pub use decode::{ClientEvent, ClientMessage, ClientMessageDecoder, DecodeError, close_code};
+pub use events::{ClientControl, Providers, ServerEvent, TurnMetricsMs};
+
+use serde::{Deserialize, Serialize};
+
+/// The protocol version this crate speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Sample rates a client may choose, in Hz.
+pub const SUPPORTED_SAMPLE_RATES_HZ: [u32; 4] = [8000, 16000, 24000, 48000];
+
+/// Default bound on one text message, in bytes (a `start` with its metadata).
+pub const DEFAULT_MAX_TEXT_BYTES: usize = 16 * 1024;
+
+/// Default bound on one binary message, in bytes: 500 ms of PCM16 at 48 kHz.
+pub const DEFAULT_MAX_BINARY_BYTES: usize = 48_000;
+
+/// Default bound on audio bytes waiting to form a frame, in bytes: one maximal
+/// binary message plus one frame at the highest rate (PCM16 48 kHz).
+pub const DEFAULT_MAX_PENDING_AUDIO_BYTES: usize = DEFAULT_MAX_BINARY_BYTES + 1920;
+
+/// Bound on the `call_id` string, in bytes.
+pub const MAX_CALL_ID_BYTES: usize = 256;
+
+/// Audio encoding of the binary messages, chosen by the client in `start`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AudioCodec {
+    /// Signed 16-bit little-endian PCM, mono.
+    Pcm16,
+    /// G.711 mu-law, one byte per sample, mono.
+    Mulaw,
+}
+
+impl AudioCodec {
+    /// The codec's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pcm16 => "pcm16",
+            Self::Mulaw => "mulaw",
+        }
+    }
+
+    /// Bytes per sample.
+    pub fn bytes_per_sample(self) -> usize {
+        match self {
+            Self::Pcm16 => 2,
+            Self::Mulaw => 1,
+        }
+    }
+
+    /// Bytes in one 20 ms frame at `sample_rate_hz`.
+    pub fn frame_bytes(self, sample_rate_hz: u32) -> usize {
+        crate::FrameAssembler::frame_bytes_for(self.bytes_per_sample(), sample_rate_hz)
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        match name {
+            "pcm16" => Some(Self::Pcm16),
+            "mulaw" => Some(Self::Mulaw),
+            _ => None,
+        }
+    }
+}
+
+/// What the client's `start` message says about the call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartInfo {
+    /// Protocol version the client speaks (always [`PROTOCOL_VERSION`] once decoded).
+    pub protocol_version: u32,
+    /// Audio codec both ways.
+    pub codec: AudioCodec,
+    /// Sample rate of the audio both ways, in Hz (one of [`SUPPORTED_SAMPLE_RATES_HZ`]).
+    pub sample_rate_hz: u32,
+    /// The client's id for the call (non-empty, at most [`MAX_CALL_ID_BYTES`]).
+    pub call_id: String,
+    /// Free metadata from the client, passed through to the call.
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Size limits of a [`ClientMessageDecoder`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecoderLimits {
+    /// Bound on one text message, in bytes.
+    pub max_text_bytes: usize,
+    /// Bound on one binary message, in bytes.
+    pub max_binary_bytes: usize,
+    /// Bound on audio bytes waiting to form a whole frame.
+    pub max_pending_audio_bytes: usize,
+}
+
+impl Default for DecoderLimits {
+    fn default() -> Self {
+        Self {
+            max_text_bytes: DEFAULT_MAX_TEXT_BYTES,
+            max_binary_bytes: DEFAULT_MAX_BINARY_BYTES,
+            max_pending_audio_bytes: DEFAULT_MAX_PENDING_AUDIO_BYTES,
+        }
+    }
+}
