@@ -5,5 +5,33 @@
 //!
 //! - [`turn`]: the turn machine (listening, user speaking, paused, awaiting the
 //!   verdict and the final, bot thinking, bot speaking, barge-in).
+//! - [`run_call`]: the assembled call. Stages (actors, one bounded inbox each):
+//!   AudioIn (transport reader: Smart Turn ring, VAD, STT audio) → TurnDriver
+//!   (the turn machine, verdicts, actions) ← STT stage (transcripts); LLM stage
+//!   → segmenter stage → TTS stage (normaliser, framer) → output stage (pacer)
+//!   → transport. Every response item carries its turn's epoch; a barge-in
+//!   raises the epoch floor and every stage drops older items on sight.
+//! - [`EngineConfig`], [`CallReport`], [`Providers`], [`Models`] and the
+//!   transport traits [`TransportSource`] / [`TransportSink`].
+//! - [`sim`]: a simulated caller and a recording sink for deterministic tests.
+//!
+//! Time: the stages read tokio's clock (`tokio::time::Instant::now()`), so on a
+//! paused clock a call is deterministic (with an inline pool or no models).
 
+pub mod call;
+pub mod config;
+pub mod models;
+pub mod report;
+pub mod sim;
+pub mod transport;
 pub mod turn;
+
+mod stages;
+
+pub use call::{CallError, run_call};
+pub use config::{
+    EnergyVadConfig, EngineConfig, EngineConfigError, ProviderLimits, QueueCapacities,
+};
+pub use models::{Models, Providers, VadSource, VerdictSource};
+pub use report::{CallEnd, CallReport, FailureCount, ProviderStage};
+pub use transport::{TransportClosed, TransportSink, TransportSource};

@@ -1,0 +1,316 @@
+//! [`run_call`]: one call from its first caller frame to its report.
+//!
+//! Builds the stages, connects the STT and TTS sessions before the first
+//! frame (nothing is set up on the critical path), spawns the stage actors,
+//! runs the turn driver on the caller's task until the call ends, then sets
+//! the shutdown signal and joins every stage: when `run_call` returns, no task
+//! of the call is left (the providers' session tasks end when their last
+//! sender is dropped).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use brisvox_audio::OutputFramer;
+use brisvox_audio::framer::FramerError;
+use brisvox_core::Epoch;
+use brisvox_core::timeline::TimelineRecorder;
+use brisvox_models::smart_turn::SmartTurnRing;
+use brisvox_providers::{SttConfig, SttSession, TtsConfig, TtsSession};
+use brisvox_text::segment::SegmenterConfig;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::config::{EngineConfig, EngineConfigError};
+use crate::models::{Models, Providers, VerdictSource};
+use crate::report::{CallEnd, CallReport, FailureBook, ProviderStage};
+use crate::stages::audio_in::{AudioIn, AudioInParts, AudioInStats};
+use crate::stages::driver::{DriverOutcome, DriverParts, TurnDriver};
+use crate::stages::llm::{LlmParts, LlmStage};
+use crate::stages::output::OutputStage;
+use crate::stages::segmenter::SegmenterStage;
+use crate::stages::stt::SttStage;
+use crate::stages::tts::{TtsParts, TtsStage};
+use crate::stages::{SharedTimeline, now};
+use crate::transport::{TransportSink, TransportSource};
+use crate::turn::TurnMachine;
+
+/// Why a call could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// A setting cannot work.
+    #[error("invalid engine config: {0}")]
+    Config(#[from] EngineConfigError),
+    /// The output framer could not be built for these rates.
+    #[error("output framer: {0}")]
+    Framer(#[from] FramerError),
+}
+
+/// Runs one call: caller audio from `source`, the answer to `sink`, until the
+/// caller hangs up, the turn machine ends the call (idle, maximum duration),
+/// the STT is lost for good or the transport closes.
+///
+/// Provider failures end the turn they hit (counted in the report), not the
+/// call. Returns an error only when the call cannot start (bad settings).
+///
+/// Must run inside a tokio runtime with the time driver; stage tasks are
+/// spawned on it and all joined before this returns.
+pub async fn run_call<S, K>(
+    config: EngineConfig,
+    source: S,
+    sink: K,
+    providers: Providers,
+    models: Models,
+) -> Result<CallReport, CallError>
+where
+    S: TransportSource,
+    K: TransportSink,
+{
+    config.validate()?;
+    let framer = OutputFramer::new(
+        config.tts_rate_hz,
+        config.output_rate_hz,
+        config.output_frame_ms,
+    )?;
+    let failures = Arc::new(FailureBook::default());
+    let Some(stt) = connect_stt(&providers, &config, &failures).await else {
+        return Ok(empty_report(CallEnd::SttLost, &failures));
+    };
+    let mut tts_config = TtsConfig::default();
+    tts_config.sample_rate_hz = config.tts_rate_hz;
+    let tts = match providers.tts.connect(tts_config.clone()).await {
+        Ok(session) => Some(session),
+        Err(error) => {
+            failures.count(ProviderStage::Tts, error.kind());
+            None
+        }
+    };
+    let call = Call::new(config, providers, models, failures);
+    Ok(call.run(source, sink, stt, tts, tts_config, framer).await)
+}
+
+/// Connects the STT, with the configured reconnect attempts.
+async fn connect_stt(
+    providers: &Providers,
+    config: &EngineConfig,
+    failures: &FailureBook,
+) -> Option<SttSession> {
+    for _ in 0..=config.limits.stt_reconnects {
+        match providers.stt.connect(SttConfig::default()).await {
+            Ok(session) => return Some(session),
+            Err(error) => failures.count(ProviderStage::Stt, error.kind()),
+        }
+    }
+    None
+}
+
+fn empty_report(end: CallEnd, failures: &FailureBook) -> CallReport {
+    CallReport {
+        turn_counters: Default::default(),
+        turns: Vec::new(),
+        turns_dropped: 0,
+        timeline: Default::default(),
+        failed_responses: 0,
+        provider_failures: failures.snapshot(),
+        pacer: Default::default(),
+        frames_in: 0,
+        stt_frames_dropped: 0,
+        frames_out: 0,
+        end,
+    }
+}
+
+/// The shared pieces of one call while it is being assembled.
+struct Call {
+    config: EngineConfig,
+    providers: Providers,
+    models: Models,
+    failures: Arc<FailureBook>,
+    timeline: SharedTimeline,
+    failed_responses: Arc<AtomicU64>,
+    frames_out: Arc<AtomicU64>,
+    audio_stats: Arc<AudioInStats>,
+    floor: watch::Sender<Epoch>,
+    shutdown: watch::Sender<bool>,
+}
+
+/// The spawned stages, joined at the end.
+struct Tasks {
+    plain: Vec<JoinHandle<()>>,
+    output: JoinHandle<brisvox_audio::PacerMetrics>,
+}
+
+impl Call {
+    fn new(
+        config: EngineConfig,
+        providers: Providers,
+        models: Models,
+        failures: Arc<FailureBook>,
+    ) -> Self {
+        Call {
+            config,
+            providers,
+            models,
+            failures,
+            timeline: Arc::new(Mutex::new(TimelineRecorder::new())),
+            failed_responses: Arc::new(AtomicU64::new(0)),
+            frames_out: Arc::new(AtomicU64::new(0)),
+            audio_stats: Arc::new(AudioInStats::default()),
+            floor: watch::channel(Epoch::ZERO).0,
+            shutdown: watch::channel(false).0,
+        }
+    }
+
+    async fn run<S: TransportSource, K: TransportSink>(
+        self,
+        source: S,
+        sink: K,
+        stt: SttSession,
+        tts: Option<TtsSession>,
+        tts_config: TtsConfig,
+        framer: OutputFramer,
+    ) -> CallReport {
+        let q = self.config.queues;
+        let (driver_tx, driver_rx) = mpsc::channel(q.driver);
+        let (llm_tx, llm_rx) = mpsc::channel(q.llm);
+        let (seg_tx, seg_rx) = mpsc::channel(q.segmenter);
+        let (tts_tx, tts_rx) = mpsc::channel(q.tts);
+        let (out_tx, out_rx) = mpsc::channel(q.output);
+        let (stt_tx, stt_rx) = watch::channel(None);
+        let ring = match self.models.verdict {
+            VerdictSource::SmartTurn { .. } => Some(Arc::new(Mutex::new(SmartTurnRing::new()))),
+            VerdictSource::Fixed(_) => None,
+        };
+        let mut plain = Vec::with_capacity(5);
+        let stt_stage = SttStage::new(
+            Arc::clone(&self.providers.stt),
+            stt,
+            stt_tx,
+            driver_tx.clone(),
+            self.config.limits.stt_reconnects,
+            Arc::clone(&self.failures),
+            self.shutdown.subscribe(),
+        );
+        plain.push(tokio::spawn(stt_stage.run()));
+        plain.push(tokio::spawn(self.llm_stage(llm_rx, seg_tx).run()));
+        let segmenter = SegmenterStage::new(
+            SegmenterConfig::new(self.config.language)
+                .with_first_min_words(self.config.first_chunk_words),
+            seg_rx,
+            tts_tx,
+            Arc::clone(&self.timeline),
+            self.floor.subscribe(),
+            self.shutdown.subscribe(),
+        );
+        plain.push(tokio::spawn(segmenter.run()));
+        let tts_parts = self.tts_parts(tts, tts_config, tts_rx, out_tx, framer);
+        plain.push(tokio::spawn(TtsStage::new(tts_parts).run()));
+        let output = OutputStage::new(
+            sink,
+            out_rx,
+            driver_tx.clone(),
+            Arc::clone(&self.timeline),
+            Arc::clone(&self.frames_out),
+            self.floor.subscribe(),
+            self.shutdown.subscribe(),
+        );
+        let output = tokio::spawn(output.run());
+        let audio_in = AudioIn::new(AudioInParts {
+            source,
+            driver: driver_tx,
+            stt: stt_rx.clone(),
+            ring: ring.clone(),
+            vad: self.models.vad.clone(),
+            vad_params: self.config.vad,
+            speech_dbfs: self.config.energy_vad.speech_dbfs,
+            stats: Arc::clone(&self.audio_stats),
+            shutdown: self.shutdown.subscribe(),
+        });
+        plain.push(tokio::spawn(audio_in.run()));
+        let driver = TurnDriver::new(DriverParts {
+            machine: TurnMachine::new(self.config.turn.clone(), now()),
+            inbox: driver_rx,
+            timeline: Arc::clone(&self.timeline),
+            floor: self.floor.clone(),
+            llm: llm_tx,
+            stt: stt_rx,
+            verdicts: self.models.verdict.clone(),
+            ring,
+        });
+        let outcome = driver.run().await;
+        self.finish(outcome, Tasks { plain, output }).await
+    }
+
+    fn llm_stage(
+        &self,
+        inbox: mpsc::Receiver<crate::stages::llm::LlmInput>,
+        segmenter: mpsc::Sender<crate::stages::segmenter::SegInput>,
+    ) -> LlmStage {
+        LlmStage::new(LlmParts {
+            provider: Arc::clone(&self.providers.llm),
+            inbox,
+            segmenter,
+            system_prompt: Arc::clone(&self.config.system_prompt),
+            max_history: self.config.max_history_messages,
+            stall_limit: self.config.limits.llm_first_token,
+            timeline: Arc::clone(&self.timeline),
+            failures: Arc::clone(&self.failures),
+            failed_responses: Arc::clone(&self.failed_responses),
+            floor: self.floor.subscribe(),
+            shutdown: self.shutdown.subscribe(),
+        })
+    }
+
+    fn tts_parts(
+        &self,
+        session: Option<TtsSession>,
+        config: TtsConfig,
+        inbox: mpsc::Receiver<crate::stages::tts::TtsInput>,
+        output: mpsc::Sender<crate::stages::output::OutInput>,
+        framer: OutputFramer,
+    ) -> TtsParts {
+        TtsParts {
+            provider: Arc::clone(&self.providers.tts),
+            config,
+            session,
+            inbox,
+            output,
+            framer,
+            language: self.config.language,
+            stall_limit: self.config.limits.tts_stall,
+            timeline: Arc::clone(&self.timeline),
+            failures: Arc::clone(&self.failures),
+            failed_responses: Arc::clone(&self.failed_responses),
+            floor: self.floor.subscribe(),
+            shutdown: self.shutdown.subscribe(),
+        }
+    }
+
+    /// Stops every stage, joins them and builds the report.
+    async fn finish(self, outcome: DriverOutcome, tasks: Tasks) -> CallReport {
+        self.shutdown.send_replace(true);
+        for task in tasks.plain {
+            // A stage that panicked has nothing more to report; the call still ends.
+            let _ = task.await;
+        }
+        let pacer = tasks.output.await.unwrap_or_default();
+        let timeline = self
+            .timeline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .counters();
+        CallReport {
+            turn_counters: outcome.counters,
+            turns: outcome.records,
+            turns_dropped: outcome.records_dropped,
+            timeline,
+            failed_responses: self.failed_responses.load(Ordering::Relaxed),
+            provider_failures: self.failures.snapshot(),
+            pacer,
+            frames_in: self.audio_stats.frames_in.load(Ordering::Relaxed),
+            stt_frames_dropped: self.audio_stats.stt_dropped.load(Ordering::Relaxed),
+            frames_out: self.frames_out.load(Ordering::Relaxed),
+            end: outcome.end,
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! What a call runs on besides its transport: the providers and the models.
+//!
+//! - The VAD is a [`VadSource`]: the batched Silero service (production) or an
+//!   energy detector (tests, the simulator). Both feed the same sans-IO stop
+//!   rule ([`VadDetector`](brisvox_models::vad::detector::VadDetector)), so
+//!   starts, stops and backdating behave the same.
+//! - The end-of-turn verdict is a [`VerdictSource`]: Smart Turn on an inference
+//!   pool (production: a threaded pool; deterministic tests: an inline pool), or
+//!   a fixed verdict (tests, the simulator's "always complete").
+
+use std::sync::Arc;
+
+use brisvox_models::pool::InferencePool;
+use brisvox_models::smart_turn::SmartTurn;
+use brisvox_models::vad::service::VadService;
+use brisvox_providers::{LlmProvider, SttProvider, TtsProvider};
+
+use crate::turn::Verdict;
+
+/// The three providers of a call.
+#[derive(Clone)]
+pub struct Providers {
+    /// Speech-to-text.
+    pub stt: Arc<dyn SttProvider>,
+    /// The language model.
+    pub llm: Arc<dyn LlmProvider>,
+    /// Text-to-speech.
+    pub tts: Arc<dyn TtsProvider>,
+}
+
+impl std::fmt::Debug for Providers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Providers").finish_non_exhaustive()
+    }
+}
+
+/// Where speech probabilities come from.
+#[derive(Clone)]
+pub enum VadSource {
+    /// Silero through the batched VAD service (one stream per call). With an
+    /// inline pool the outcome of a window is ready when it is submitted.
+    Silero(VadService),
+    /// RMS energy against
+    /// [`EngineConfig::energy_vad`](crate::EngineConfig::energy_vad): no model.
+    Energy,
+}
+
+impl std::fmt::Debug for VadSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VadSource::Silero(_) => f.write_str("VadSource::Silero"),
+            VadSource::Energy => f.write_str("VadSource::Energy"),
+        }
+    }
+}
+
+/// Where end-of-turn verdicts come from.
+#[derive(Clone)]
+pub enum VerdictSource {
+    /// Smart Turn run on `pool` (its Normal line) over the call's 8 s ring.
+    SmartTurn {
+        /// The loaded model.
+        model: Arc<SmartTurn>,
+        /// The pool that runs analyses: threaded in production, inline for
+        /// deterministic paused-clock tests.
+        pool: InferencePool,
+    },
+    /// Every stop gets this verdict at once.
+    Fixed(Verdict),
+}
+
+impl std::fmt::Debug for VerdictSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VerdictSource::SmartTurn { .. } => f.write_str("VerdictSource::SmartTurn"),
+            VerdictSource::Fixed(v) => write!(f, "VerdictSource::Fixed({v:?})"),
+        }
+    }
+}
+
+/// The models of a call.
+#[derive(Debug, Clone)]
+pub struct Models {
+    /// The VAD.
+    pub vad: VadSource,
+    /// The end-of-turn verdicts.
+    pub verdict: VerdictSource,
+}
+
+impl Models {
+    /// The energy VAD and a fixed "complete" verdict: no model files needed.
+    pub fn energy_and_complete() -> Self {
+        Models {
+            vad: VadSource::Energy,
+            verdict: VerdictSource::Fixed(Verdict::Complete { probability: 1.0 }),
+        }
+    }
+}

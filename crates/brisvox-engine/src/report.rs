@@ -1,0 +1,122 @@
+//! What a call did: turns, responses, barge-ins, per-turn timelines, provider
+//! failures by kind, the output pacer's counters and how the call ended.
+
+use std::sync::{Mutex, PoisonError};
+
+use brisvox_audio::PacerMetrics;
+use brisvox_core::timeline::{TimelineCounters, TurnRecord};
+use brisvox_providers::ErrorKind;
+
+use crate::turn::{EndReason, TurnCounters};
+
+/// Most turn records a report keeps (the oldest are dropped and counted).
+pub const REPORT_TURN_RECORDS: usize = 1024;
+
+/// Which provider failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderStage {
+    /// Speech-to-text.
+    Stt,
+    /// The LLM, before its first token.
+    LlmBeforeFirstToken,
+    /// The LLM, after its first token.
+    LlmAfterFirstToken,
+    /// Text-to-speech.
+    Tts,
+}
+
+/// One kind of provider failure and how often it happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FailureCount {
+    /// Where it happened.
+    pub stage: ProviderStage,
+    /// What kind of error it was.
+    pub kind: ErrorKind,
+    /// How many times.
+    pub count: u64,
+}
+
+/// Provider failures of one call, shared by the stages (a short lock per
+/// failure, never on the media path).
+#[derive(Debug, Default)]
+pub(crate) struct FailureBook {
+    counts: Mutex<Vec<FailureCount>>,
+}
+
+impl FailureBook {
+    /// Counts one failure.
+    pub(crate) fn count(&self, stage: ProviderStage, kind: ErrorKind) {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        match counts
+            .iter_mut()
+            .find(|c| c.stage == stage && c.kind == kind)
+        {
+            Some(c) => c.count += 1,
+            None => counts.push(FailureCount {
+                stage,
+                kind,
+                count: 1,
+            }),
+        }
+    }
+
+    /// The counts so far.
+    pub(crate) fn snapshot(&self) -> Vec<FailureCount> {
+        self.counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// How the call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallEnd {
+    /// The caller hung up (the transport source ended).
+    Hangup,
+    /// The turn machine ended it (idle guard or maximum duration).
+    Machine(EndReason),
+    /// The STT session was lost and could not be reconnected.
+    SttLost,
+    /// The transport sink refused audio (the caller's side is gone).
+    TransportClosed,
+}
+
+/// The summary of one call, returned by [`run_call`](crate::run_call).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallReport {
+    /// The turn machine's counters (turns, responses, barge-ins, verdicts ...).
+    pub turn_counters: TurnCounters,
+    /// Every finished turn's timeline, oldest first (at most [`REPORT_TURN_RECORDS`]).
+    pub turns: Vec<TurnRecord>,
+    /// Turn records dropped because the report was full.
+    pub turns_dropped: u64,
+    /// Marks the timeline could not attribute (late, ignored).
+    pub timeline: TimelineCounters,
+    /// Responses that ended by a provider failure (LLM or TTS), after or before
+    /// any audio.
+    pub failed_responses: u64,
+    /// Provider failures by stage and kind.
+    pub provider_failures: Vec<FailureCount>,
+    /// The output pacer's counters.
+    pub pacer: PacerMetrics,
+    /// Caller frames read from the transport.
+    pub frames_in: u64,
+    /// Caller frames the STT session could not take (its queue was full or it was gone).
+    pub stt_frames_dropped: u64,
+    /// Frames handed to the transport sink.
+    pub frames_out: u64,
+    /// How the call ended.
+    pub end: CallEnd,
+}
+
+impl CallReport {
+    /// How many failures of `stage` were counted, over all kinds.
+    pub fn failures_of(&self, stage: ProviderStage) -> u64 {
+        self.provider_failures
+            .iter()
+            .filter(|c| c.stage == stage)
+            .map(|c| c.count)
+            .sum()
+    }
+}

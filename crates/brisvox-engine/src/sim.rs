@@ -1,0 +1,146 @@
+//! A simulated caller and transport for deterministic tests and the simulator.
+//!
+//! [`SimCaller`] plays a caller's audio in real time on tokio's clock: frame
+//! `k` (20 ms at 16 kHz) is handed over at `begin + (k + 1) * 20 ms`, the
+//! moment its last sample has been spoken, at absolute deadlines so lateness
+//! never accumulates; after the last frame the caller hangs up.
+//! [`RecordingSink`] takes the answer at once and logs every frame and clear
+//! with its time, for the test to inspect through a [`SinkLog`] handle.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use brisvox_core::AudioFrame;
+use brisvox_core::frame::{INTERNAL_FRAME_SAMPLES, INTERNAL_RATE_HZ};
+
+use crate::transport::{TransportClosed, TransportSink, TransportSource};
+
+/// A caller that plays `samples` (16 kHz mono PCM16) in real time, then hangs up.
+#[derive(Debug)]
+pub struct SimCaller {
+    samples: Arc<[i16]>,
+    next: usize,
+    begin: Option<tokio::time::Instant>,
+}
+
+impl SimCaller {
+    /// A caller that will say `samples`, starting at its first read. A final
+    /// partial frame is padded with silence.
+    pub fn new(samples: impl Into<Arc<[i16]>>) -> Self {
+        SimCaller {
+            samples: samples.into(),
+            next: 0,
+            begin: None,
+        }
+    }
+
+    /// Frames the caller will send.
+    pub fn frames(&self) -> usize {
+        self.samples.len().div_ceil(INTERNAL_FRAME_SAMPLES)
+    }
+}
+
+impl TransportSource for SimCaller {
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the frame counter advances only after the wait completed.
+    async fn recv_frame(&mut self) -> Option<AudioFrame> {
+        let begin = *self.begin.get_or_insert_with(tokio::time::Instant::now);
+        let start = self.next * INTERNAL_FRAME_SAMPLES;
+        if start >= self.samples.len() {
+            return None;
+        }
+        let due = begin + Duration::from_millis(20 * (self.next as u64 + 1));
+        if due > tokio::time::Instant::now() {
+            tokio::time::sleep_until(due).await;
+        }
+        let end = (start + INTERNAL_FRAME_SAMPLES).min(self.samples.len());
+        let mut buf = [0i16; INTERNAL_FRAME_SAMPLES];
+        buf[..end - start].copy_from_slice(&self.samples[start..end]);
+        self.next += 1;
+        // Cannot fail: 320 samples at 16 kHz is a valid frame.
+        Some(AudioFrame::from_samples(&buf, INTERNAL_RATE_HZ).expect("a 20 ms frame"))
+    }
+}
+
+/// One thing the sink saw.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SinkEvent {
+    /// A frame was handed over at `at`; `rms` is its level (PCM16 units).
+    Frame {
+        /// When.
+        at: Instant,
+        /// Its RMS level.
+        rms: f32,
+    },
+    /// The transport was cleared at `at`.
+    Clear {
+        /// When.
+        at: Instant,
+    },
+}
+
+/// What a [`RecordingSink`] saw, shared with the test.
+#[derive(Debug, Clone, Default)]
+pub struct SinkLog {
+    events: Arc<Mutex<Vec<SinkEvent>>>,
+}
+
+impl SinkLog {
+    /// Everything seen so far, in order.
+    pub fn events(&self) -> Vec<SinkEvent> {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn push(&self, event: SinkEvent) {
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(event);
+    }
+}
+
+/// A transport sink that takes every frame at once and logs it.
+#[derive(Debug, Default)]
+pub struct RecordingSink {
+    log: SinkLog,
+}
+
+impl RecordingSink {
+    /// A sink and the handle to its log.
+    pub fn new() -> (Self, SinkLog) {
+        let log = SinkLog::default();
+        (RecordingSink { log: log.clone() }, log)
+    }
+}
+
+/// RMS of `samples` in PCM16 units.
+pub fn rms(samples: &[i16]) -> f32 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let sum: f64 = samples.iter().map(|&s| f64::from(s) * f64::from(s)).sum();
+    (sum / samples.len() as f64).sqrt() as f32
+}
+
+impl TransportSink for RecordingSink {
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it completes at once.
+    async fn send_frame(&mut self, frame: AudioFrame) -> Result<(), TransportClosed> {
+        self.log.push(SinkEvent::Frame {
+            at: tokio::time::Instant::now().into_std(),
+            rms: rms(frame.samples()),
+        });
+        Ok(())
+    }
+
+    async fn clear(&mut self) {
+        self.log.push(SinkEvent::Clear {
+            at: tokio::time::Instant::now().into_std(),
+        });
+    }
+}

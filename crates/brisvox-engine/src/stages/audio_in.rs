@@ -1,0 +1,309 @@
+//! AudioIn: the caller's frames from the transport to the STT session, the
+//! Smart Turn ring and the VAD; speech starts and stops to the turn driver.
+//!
+//! Per frame (20 ms, 16 kHz): push into the ring, queue its samples on the STT
+//! session (never waits; a full session drops the frame and counts it), and
+//! collect the samples into 32 ms VAD windows. Each window is scored (energy:
+//! inline; Silero: submitted to the batched service, its outcome comes back
+//! through a bounded queue) and fed to the sans-IO stop rule, whose events are
+//! dated in audio time: audio time zero is the start of the first frame, i.e.
+//! its arrival minus its duration. Nothing here allocates or logs per frame.
+//!
+//! The transport source is read here directly: AudioIn is the transport reader.
+//! When it ends (the caller hung up), AudioIn tells the driver and returns.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use brisvox_core::AudioFrame;
+use brisvox_models::smart_turn::SmartTurnRing;
+use brisvox_models::vad::detector::{VadDetector, VadEvent, VadParams};
+use brisvox_models::vad::service::{VadStream, WindowOutcome};
+use brisvox_models::vad::silero::SileroRate;
+use brisvox_providers::SttSender;
+use tokio::sync::{mpsc, watch};
+
+use super::driver::DriverInput;
+use super::{now, shutdown};
+use crate::models::VadSource;
+
+/// Silero outcomes that may wait between the pool and AudioIn, in windows
+/// (2 s of audio). The service's sink drops an outcome that finds it full, and
+/// AudioIn counts the gap.
+pub(crate) const VAD_OUTCOME_CAPACITY: usize = 64;
+
+/// Samples in a 32 ms VAD window at 16 kHz.
+const WINDOW_SAMPLES: usize = 512;
+
+/// Counters AudioIn shares with the call report.
+#[derive(Debug, Default)]
+pub(crate) struct AudioInStats {
+    /// Frames read from the transport.
+    pub(crate) frames_in: AtomicU64,
+    /// Frames the STT session did not take.
+    pub(crate) stt_dropped: AtomicU64,
+    /// VAD windows without a probability (refused or lost).
+    pub(crate) vad_lost: AtomicU64,
+}
+
+/// How windows are scored.
+enum Scorer {
+    Energy {
+        /// Mean square (of samples in [-1, 1]) from which a window is speech.
+        speech_power: f32,
+    },
+    Silero {
+        stream: VadStream,
+        outcomes: mpsc::Receiver<WindowOutcome>,
+        scratch: Box<[f32; WINDOW_SAMPLES]>,
+    },
+}
+
+/// The AudioIn actor.
+pub(crate) struct AudioIn<S> {
+    source: S,
+    driver: mpsc::Sender<DriverInput>,
+    stt: watch::Receiver<Option<SttSender>>,
+    ring: Option<Arc<Mutex<SmartTurnRing>>>,
+    scorer: Scorer,
+    detector: VadDetector,
+    window: [i16; WINDOW_SAMPLES],
+    window_len: usize,
+    windows: u64,
+    origin: Option<Instant>,
+    stats: Arc<AudioInStats>,
+    shutdown: watch::Receiver<bool>,
+}
+
+/// What AudioIn is built from.
+pub(crate) struct AudioInParts<S> {
+    pub(crate) source: S,
+    pub(crate) driver: mpsc::Sender<DriverInput>,
+    pub(crate) stt: watch::Receiver<Option<SttSender>>,
+    pub(crate) ring: Option<Arc<Mutex<SmartTurnRing>>>,
+    pub(crate) vad: VadSource,
+    pub(crate) vad_params: VadParams,
+    pub(crate) speech_dbfs: f32,
+    pub(crate) stats: Arc<AudioInStats>,
+    pub(crate) shutdown: watch::Receiver<bool>,
+}
+
+impl<S: crate::TransportSource> AudioIn<S> {
+    /// Builds the actor (opens the call's VAD stream).
+    pub(crate) fn new(parts: AudioInParts<S>) -> Self {
+        let scorer = match parts.vad {
+            VadSource::Energy => Scorer::Energy {
+                speech_power: 10f32.powf(parts.speech_dbfs / 10.0),
+            },
+            VadSource::Silero(service) => {
+                let (tx, outcomes) = mpsc::channel(VAD_OUTCOME_CAPACITY);
+                let stream = service.open_stream(move |outcome| {
+                    // A full queue loses this outcome; AudioIn sees the gap in seq.
+                    let _ = tx.try_send(outcome);
+                });
+                Scorer::Silero {
+                    stream,
+                    outcomes,
+                    scratch: Box::new([0.0; WINDOW_SAMPLES]),
+                }
+            }
+        };
+        AudioIn {
+            source: parts.source,
+            driver: parts.driver,
+            stt: parts.stt,
+            ring: parts.ring,
+            scorer,
+            detector: VadDetector::new(parts.vad_params, SileroRate::Hz16000),
+            window: [0; WINDOW_SAMPLES],
+            window_len: 0,
+            windows: 0,
+            origin: None,
+            stats: parts.stats,
+            shutdown: parts.shutdown,
+        }
+    }
+
+    /// Reads the transport until the caller hangs up or the call shuts down.
+    pub(crate) async fn run(mut self) {
+        loop {
+            tokio::select! {
+                biased;
+                () = shutdown(&mut self.shutdown) => return,
+                Some(outcome) = next_outcome(&mut self.scorer) => {
+                    if !self.on_outcome(outcome).await {
+                        return;
+                    }
+                }
+                frame = self.source.recv_frame() => match frame {
+                    Some(frame) => {
+                        if !self.on_frame(&frame).await {
+                            return;
+                        }
+                    }
+                    None => {
+                        let _ = self.driver.send(DriverInput::Hangup).await;
+                        return;
+                    }
+                },
+            }
+        }
+    }
+
+    /// One caller frame. Returns false when the driver is gone.
+    async fn on_frame(&mut self, frame: &AudioFrame) -> bool {
+        self.stats.frames_in.fetch_add(1, Ordering::Relaxed);
+        if self.origin.is_none() {
+            // The first frame's audio began one frame duration before it arrived.
+            let arrived = now();
+            self.origin = Some(arrived.checked_sub(frame.duration()).unwrap_or(arrived));
+        }
+        if let Some(ring) = &self.ring {
+            ring.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(frame.samples());
+        }
+        let sent = match self.stt.borrow().as_ref() {
+            Some(stt) => stt.send_audio(frame).is_ok(),
+            None => false,
+        };
+        if !sent {
+            self.stats.stt_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut samples = frame.samples();
+        while !samples.is_empty() {
+            let take = (WINDOW_SAMPLES - self.window_len).min(samples.len());
+            self.window[self.window_len..self.window_len + take].copy_from_slice(&samples[..take]);
+            self.window_len += take;
+            samples = &samples[take..];
+            if self.window_len == WINDOW_SAMPLES {
+                self.window_len = 0;
+                if !self.score_window().await {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Scores the full window. Returns false when the driver is gone.
+    async fn score_window(&mut self) -> bool {
+        let seq = self.windows;
+        self.windows += 1;
+        match &mut self.scorer {
+            Scorer::Energy { speech_power } => {
+                let p = if mean_power(&self.window) >= *speech_power {
+                    1.0
+                } else {
+                    0.0
+                };
+                self.on_probability(seq, p).await
+            }
+            Scorer::Silero {
+                stream, scratch, ..
+            } => {
+                for (dst, &s) in scratch.iter_mut().zip(self.window.iter()) {
+                    *dst = f32::from(s) / 32768.0;
+                }
+                if stream.submit(&scratch[..]).is_err() {
+                    self.stats.vad_lost.fetch_add(1, Ordering::Relaxed);
+                }
+                // An inline pool has scored it already: handle it now, in order.
+                while let Some(outcome) = try_outcome(&mut self.scorer) {
+                    if !self.on_outcome(outcome).await {
+                        return false;
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    /// A Silero outcome. Returns false when the driver is gone.
+    async fn on_outcome(&mut self, outcome: WindowOutcome) -> bool {
+        match outcome.probability {
+            Ok(p) => self.on_probability(outcome.seq, p).await,
+            Err(_) => {
+                self.stats.vad_lost.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+        }
+    }
+
+    /// Runs the stop rule on one window. Returns false when the driver is gone.
+    async fn on_probability(&mut self, seq: u64, probability: f32) -> bool {
+        let Some(event) = self.detector.handle_seq(seq, probability) else {
+            return true;
+        };
+        let origin = self.origin.unwrap_or_else(now);
+        let input = match event {
+            VadEvent::SpeechStart { at, decided_at } => {
+                if let Some(ring) = &self.ring {
+                    let delay = decided_at.saturating_sub(at);
+                    ring.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .mark_speech_start(millis(delay));
+                }
+                DriverInput::SpeechStart {
+                    at: origin + at,
+                    decided: now(),
+                }
+            }
+            VadEvent::SpeechEnd { speech_end_at, .. } => DriverInput::SpeechEnd {
+                speech_end: origin + speech_end_at,
+                decided: now(),
+            },
+            VadEvent::Falling { .. } => return true,
+        };
+        self.driver.send(input).await.is_ok()
+    }
+}
+
+/// Whole milliseconds of `d`, saturating.
+fn millis(d: Duration) -> u32 {
+    u32::try_from(d.as_millis()).unwrap_or(u32::MAX)
+}
+
+/// Mean square of the window, samples scaled to [-1, 1].
+fn mean_power(window: &[i16]) -> f32 {
+    let sum: f64 = window
+        .iter()
+        .map(|&s| {
+            let x = f64::from(s) / 32768.0;
+            x * x
+        })
+        .sum();
+    (sum / window.len().max(1) as f64) as f32
+}
+
+/// The next Silero outcome; never resolves for the energy VAD.
+///
+/// # Cancel safety
+///
+/// Cancel safe: an outcome is taken only when this returns it.
+async fn next_outcome(scorer: &mut Scorer) -> Option<WindowOutcome> {
+    match scorer {
+        Scorer::Silero { outcomes, .. } => outcomes.recv().await,
+        Scorer::Energy { .. } => std::future::pending().await,
+    }
+}
+
+fn try_outcome(scorer: &mut Scorer) -> Option<WindowOutcome> {
+    match scorer {
+        Scorer::Silero { outcomes, .. } => outcomes.try_recv().ok(),
+        Scorer::Energy { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_power_of_full_scale_square_is_one() {
+        let w = [i16::MIN; WINDOW_SAMPLES];
+        assert!((mean_power(&w) - 1.0).abs() < 1e-6);
+        assert_eq!(mean_power(&[0; WINDOW_SAMPLES]), 0.0);
+    }
+}

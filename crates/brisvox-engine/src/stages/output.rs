@@ -1,0 +1,198 @@
+//! The output stage: the pacer task between the TTS stage and the transport.
+//!
+//! Drives the sans-IO [`OutputPacer`] by its rule: feed the inputs, poll until
+//! `WaitUntil` or `Idle`, sleep until the deadline (never on a due one: the
+//! pacer only returns future deadlines, and due items are released at once) or
+//! the next input. Each released frame is handed to the [`TransportSink`];
+//! the hand-off of a response's first frame marks `FirstAudioOut` and tells the
+//! driver the bot is speaking; a played-out turn end marks `LastAudioOut` and
+//! tells the driver the response finished.
+//!
+//! Barge-in: when the epoch floor rises, the pacer drops every older frame
+//! (also one whose send has not returned: the send is abandoned, so it is never
+//! played), and if a response was audible the transport is cleared and
+//! `AudioOutStopped` is marked for its epoch when the clear has returned.
+//!
+//! The inbox is read only while the pacer has room (backpressure towards the
+//! TTS stage); the pacer's own queue is allocated once, like the epoch mirror
+//! that tells whose frame each release is.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use brisvox_audio::pacer::{PACER_QUEUE_CAPACITY, PACER_TURN_END_SLOTS};
+use brisvox_audio::{OutputPacer, PacerMetrics, PacerOutput};
+use brisvox_core::timeline::TurnEvent;
+use brisvox_core::{AudioFrame, Epoch};
+use tokio::sync::{mpsc, watch};
+
+use super::driver::DriverInput;
+use super::{SharedTimeline, mark, now, shutdown, sleep_until, stale};
+use crate::transport::TransportSink;
+
+/// What the TTS stage sends.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // Frames stay inline: boxing would allocate per frame.
+pub(crate) enum OutInput {
+    /// A frame of `epoch`'s response at the transport rate.
+    Frame { epoch: Epoch, frame: AudioFrame },
+    /// `epoch`'s response has no more audio.
+    End { epoch: Epoch },
+}
+
+/// The transport refused a frame.
+struct Closed;
+
+/// The output stage actor.
+pub(crate) struct OutputStage<K> {
+    sink: K,
+    inbox: mpsc::Receiver<OutInput>,
+    pacer: OutputPacer,
+    /// The epoch of every item queued in the pacer, in the pacer's order.
+    queued: VecDeque<Epoch>,
+    /// The epoch whose audio has reached the transport since its last end.
+    playing: Option<Epoch>,
+    driver: mpsc::Sender<DriverInput>,
+    timeline: SharedTimeline,
+    frames_out: Arc<AtomicU64>,
+    floor: watch::Receiver<Epoch>,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl<K: TransportSink> OutputStage<K> {
+    /// Builds the actor.
+    pub(crate) fn new(
+        sink: K,
+        inbox: mpsc::Receiver<OutInput>,
+        driver: mpsc::Sender<DriverInput>,
+        timeline: SharedTimeline,
+        frames_out: Arc<AtomicU64>,
+        floor: watch::Receiver<Epoch>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        OutputStage {
+            sink,
+            inbox,
+            pacer: OutputPacer::new(),
+            queued: VecDeque::with_capacity(PACER_QUEUE_CAPACITY + PACER_TURN_END_SLOTS),
+            playing: None,
+            driver,
+            timeline,
+            frames_out,
+            floor,
+            shutdown,
+        }
+    }
+
+    /// Paces audio until the call shuts down; returns the pacer's counters.
+    pub(crate) async fn run(mut self) -> PacerMetrics {
+        loop {
+            let wait = match self.release_due().await {
+                Ok(wait) => wait,
+                Err(Closed) => {
+                    let _ = self.driver.send(DriverInput::TransportClosed).await;
+                    break;
+                }
+            };
+            let room = self.pacer.free_frame_slots() > 0;
+            let current = self.pacer.epoch();
+            tokio::select! {
+                biased;
+                () = shutdown(&mut self.shutdown) => break,
+                () = stale(&mut self.floor, current) => self.on_interrupt().await,
+                input = self.inbox.recv(), if room => match input {
+                    Some(input) => self.on_input(input),
+                    None => break,
+                },
+                () = sleep_until(wait), if wait.is_some() => {}
+            }
+        }
+        self.pacer.metrics()
+    }
+
+    fn on_input(&mut self, input: OutInput) {
+        let now = now();
+        match input {
+            OutInput::Frame { epoch, frame } => {
+                let stale = epoch.is_stale(self.pacer.epoch());
+                // Cannot be full: the inbox is read only while the pacer has room.
+                if self.pacer.handle_frame(now, epoch, frame).is_ok() && !stale {
+                    self.queued.push_back(epoch);
+                }
+            }
+            OutInput::End { epoch } => {
+                let stale = epoch.is_stale(self.pacer.epoch());
+                match self.pacer.handle_tts_end(now, epoch) {
+                    Ok(()) if !stale => self.queued.push_back(epoch),
+                    Ok(()) => {}
+                    // More turn ends pending than the pacer holds: finish at once
+                    // rather than lose the end (the driver must hear of it).
+                    Err(_) => {
+                        let _ = self.driver.try_send(DriverInput::ResponseFinished(epoch));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Releases everything due; returns the next deadline, if any.
+    async fn release_due(&mut self) -> Result<Option<Instant>, Closed> {
+        loop {
+            match self.pacer.poll(now()) {
+                PacerOutput::Release(frame) => {
+                    let epoch = self.queued.pop_front().unwrap_or(self.pacer.epoch());
+                    self.send(epoch, frame).await?;
+                }
+                PacerOutput::TtsEnded(epoch) => {
+                    self.queued.pop_front();
+                    if self.playing.take().is_some() {
+                        mark(&self.timeline, epoch, TurnEvent::LastAudioOut, now());
+                    }
+                    let _ = self.driver.send(DriverInput::ResponseFinished(epoch)).await;
+                }
+                PacerOutput::WaitUntil(deadline) => return Ok(Some(deadline)),
+                PacerOutput::Idle => return Ok(None),
+            }
+        }
+    }
+
+    /// Hands one frame to the transport, unless a barge-in comes first.
+    async fn send(&mut self, epoch: Epoch, frame: AudioFrame) -> Result<(), Closed> {
+        let current = self.pacer.epoch();
+        let sent = tokio::select! {
+            biased;
+            () = stale(&mut self.floor, current) => None,
+            sent = self.sink.send_frame(frame) => Some(sent),
+        };
+        match sent {
+            // Abandoned: the pacer drops the frame in flight; it is never played.
+            None => self.on_interrupt().await,
+            Some(Err(_)) => return Err(Closed),
+            Some(Ok(())) => {
+                let at = now();
+                self.pacer.handle_sent(at);
+                self.frames_out.fetch_add(1, Ordering::Relaxed);
+                if self.playing != Some(epoch) {
+                    self.playing = Some(epoch);
+                    mark(&self.timeline, epoch, TurnEvent::FirstAudioOut, at);
+                    let _ = self.driver.send(DriverInput::AudioStarted(epoch)).await;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The floor rose: flush the pacer, clear the transport if audio was out.
+    async fn on_interrupt(&mut self) {
+        let floor = *self.floor.borrow_and_update();
+        self.pacer.handle_interrupt(now(), floor);
+        self.queued.retain(|e| !e.is_stale(floor));
+        if let Some(old) = self.playing.filter(|e| e.is_stale(floor)) {
+            self.playing = None;
+            self.sink.clear().await;
+            mark(&self.timeline, old, TurnEvent::AudioOutStopped, now());
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The STT stage: the session's transcript events to the turn driver, and the
+//! session's life.
+//!
+//! The stage reads the session's events and forwards interims and finals. A
+//! provider error is counted; when the session ends (closed or gone) the stage
+//! withdraws the sender (AudioIn then counts its frames as dropped, the turn
+//! machine's final timeout ends a waiting turn), reconnects up to
+//! [`ProviderLimits::stt_reconnects`](crate::config::ProviderLimits) times and
+//! publishes the new sender; when no reconnect is left it tells the driver,
+//! which ends the call.
+
+use std::sync::Arc;
+
+use brisvox_providers::{
+    ProviderError, SttConfig, SttEvent, SttEvents, SttProvider, SttSender, SttSession,
+};
+use tokio::sync::{mpsc, watch};
+
+use super::driver::DriverInput;
+use super::shutdown;
+use crate::report::{FailureBook, ProviderStage};
+
+/// The STT stage actor.
+pub(crate) struct SttStage {
+    provider: Arc<dyn SttProvider>,
+    config: SttConfig,
+    events: Option<SttEvents>,
+    sender: watch::Sender<Option<SttSender>>,
+    driver: mpsc::Sender<DriverInput>,
+    reconnects_left: u32,
+    failures: Arc<FailureBook>,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl SttStage {
+    /// The stage around a connected session; its sender is published on `sender`.
+    pub(crate) fn new(
+        provider: Arc<dyn SttProvider>,
+        session: SttSession,
+        sender: watch::Sender<Option<SttSender>>,
+        driver: mpsc::Sender<DriverInput>,
+        reconnects: u32,
+        failures: Arc<FailureBook>,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        let (tx, events) = session.split();
+        sender.send_replace(Some(tx));
+        SttStage {
+            provider,
+            config: SttConfig::default(),
+            events: Some(events),
+            sender,
+            driver,
+            reconnects_left: reconnects,
+            failures,
+            shutdown,
+        }
+    }
+
+    /// Forwards events until the call shuts down or the STT is gone for good.
+    pub(crate) async fn run(mut self) {
+        loop {
+            let event = tokio::select! {
+                biased;
+                () = shutdown(&mut self.shutdown) => break,
+                event = next_event(&mut self.events) => event,
+            };
+            if !self.on_event(event).await {
+                break;
+            }
+        }
+        // Dropping the last senders ends the provider's session.
+        self.sender.send_replace(None);
+    }
+
+    /// One event (`None`: the session is gone). Returns false to stop.
+    async fn on_event(&mut self, event: Option<SttEvent>) -> bool {
+        let input = match event {
+            Some(SttEvent::Interim { text }) => DriverInput::Interim(text),
+            Some(SttEvent::Final {
+                text,
+                from_finalize,
+                ..
+            }) => DriverInput::Final {
+                text,
+                from_finalize,
+            },
+            Some(SttEvent::Error(error)) => {
+                self.failures.count(ProviderStage::Stt, error.kind());
+                return true;
+            }
+            Some(SttEvent::Closed) | None => return self.on_lost().await,
+            Some(_) => return true,
+        };
+        self.driver.send(input).await.is_ok()
+    }
+
+    /// The session ended: reconnect or give up. Returns false when given up.
+    async fn on_lost(&mut self) -> bool {
+        self.events = None;
+        self.sender.send_replace(None);
+        while self.reconnects_left > 0 {
+            self.reconnects_left -= 1;
+            let connected = tokio::select! {
+                biased;
+                () = shutdown(&mut self.shutdown) => return false,
+                c = self.provider.connect(self.config.clone()) => c,
+            };
+            match connected {
+                Ok(session) => {
+                    let (tx, events) = session.split();
+                    self.sender.send_replace(Some(tx));
+                    self.events = Some(events);
+                    return true;
+                }
+                Err(error) => self.count(&error),
+            }
+        }
+        let _ = self.driver.send(DriverInput::SttLost).await;
+        false
+    }
+
+    fn count(&self, error: &ProviderError) {
+        self.failures.count(ProviderStage::Stt, error.kind());
+    }
+}
+
+/// The next event of the session, `None` when it is gone.
+///
+/// # Cancel safety
+///
+/// Cancel safe: [`SttEvents::recv`] is.
+async fn next_event(events: &mut Option<SttEvents>) -> Option<SttEvent> {
+    match events {
+        Some(events) => events.recv().await,
+        None => None,
+    }
+}

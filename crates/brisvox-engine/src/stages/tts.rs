@@ -1,0 +1,402 @@
+//! The TTS stage: text chunks to the provider, its audio to frames at the
+//! transport rate.
+//!
+//! One provider context per response (`ContextId::new(epoch, seq)`, `seq`
+//! counting the session's contexts). Each chunk is normalised on its way out
+//! (inline up to [`INLINE_CHUNK_CHARS`](brisvox_text::normalize::INLINE_CHUNK_CHARS), on a blocking thread above it; the
+//! recorded text stays the raw chunk). Marks: `TtsRequest` when the context
+//! starts, `TtsFirstText` when its first text is handed to the session,
+//! `TtsFirstByte` at its first audio. Audio goes through the
+//! [`OutputFramer`] (resampled to the transport rate, whole frames) to the
+//! output stage, tagged with the epoch; `Done` flushes the framer and ends the
+//! response downstream.
+//!
+//! Failures end the response, never the call: a context error, a stall longer
+//! than [`ProviderLimits::tts_stall`](crate::config::ProviderLimits) (the
+//! context is cancelled) or a lost session (reconnected at the next response)
+//! are counted, the audio already framed plays out, and the response ends.
+//! When the epoch floor passes the response's epoch, its context is cancelled
+//! (the session drops its queued audio) and the framer is reset.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use brisvox_audio::OutputFramer;
+use brisvox_core::Epoch;
+use brisvox_core::timeline::TurnEvent;
+use brisvox_providers::{
+    ContextId, ProviderError, TtsConfig, TtsEvent, TtsEvents, TtsProvider, TtsSender, TtsSession,
+};
+use brisvox_text::Language;
+use brisvox_text::normalize::{needs_offload, normalize};
+use tokio::sync::{mpsc, watch};
+
+use super::output::OutInput;
+use super::{SharedTimeline, forward, mark, now, shutdown, sleep_until, stale_opt};
+use crate::report::{FailureBook, ProviderStage};
+
+/// What the segmenter sends.
+#[derive(Debug)]
+pub(crate) enum TtsInput {
+    /// A chunk to speak in `epoch`.
+    Chunk { epoch: Epoch, text: String },
+    /// `epoch`'s text is complete.
+    End { epoch: Epoch },
+}
+
+/// The response being spoken.
+#[derive(Debug, Clone, Copy)]
+struct Current {
+    epoch: Epoch,
+    ctx: ContextId,
+    flushed: bool,
+    got_audio: bool,
+    /// The context failed to start: its chunks are dropped until its end.
+    failed: bool,
+    /// When a missing first byte or next chunk counts as a stall.
+    deadline: Option<Instant>,
+}
+
+/// The TTS stage actor.
+pub(crate) struct TtsStage {
+    provider: Arc<dyn TtsProvider>,
+    config: TtsConfig,
+    sender: Option<TtsSender>,
+    events: Option<TtsEvents>,
+    inbox: mpsc::Receiver<TtsInput>,
+    output: mpsc::Sender<OutInput>,
+    framer: OutputFramer,
+    language: Language,
+    seq: u32,
+    current: Option<Current>,
+    stall_limit: Duration,
+    timeline: SharedTimeline,
+    failures: Arc<FailureBook>,
+    failed_responses: Arc<AtomicU64>,
+    floor: watch::Receiver<Epoch>,
+    shutdown: watch::Receiver<bool>,
+}
+
+/// What the TTS stage is built from.
+pub(crate) struct TtsParts {
+    pub(crate) provider: Arc<dyn TtsProvider>,
+    pub(crate) config: TtsConfig,
+    pub(crate) session: Option<TtsSession>,
+    pub(crate) inbox: mpsc::Receiver<TtsInput>,
+    pub(crate) output: mpsc::Sender<OutInput>,
+    pub(crate) framer: OutputFramer,
+    pub(crate) language: Language,
+    pub(crate) stall_limit: Duration,
+    pub(crate) timeline: SharedTimeline,
+    pub(crate) failures: Arc<FailureBook>,
+    pub(crate) failed_responses: Arc<AtomicU64>,
+    pub(crate) floor: watch::Receiver<Epoch>,
+    pub(crate) shutdown: watch::Receiver<bool>,
+}
+
+impl TtsStage {
+    /// Builds the actor.
+    pub(crate) fn new(parts: TtsParts) -> Self {
+        let (sender, events) = match parts.session.map(TtsSession::split) {
+            Some((s, e)) => (Some(s), Some(e)),
+            None => (None, None),
+        };
+        TtsStage {
+            provider: parts.provider,
+            config: parts.config,
+            sender,
+            events,
+            inbox: parts.inbox,
+            output: parts.output,
+            framer: parts.framer,
+            language: parts.language,
+            seq: 0,
+            current: None,
+            stall_limit: parts.stall_limit,
+            timeline: parts.timeline,
+            failures: parts.failures,
+            failed_responses: parts.failed_responses,
+            floor: parts.floor,
+            shutdown: parts.shutdown,
+        }
+    }
+
+    /// Speaks responses until the call shuts down.
+    pub(crate) async fn run(mut self) {
+        loop {
+            let epoch = self.current.map(|c| c.epoch);
+            let deadline = self.current.and_then(|c| c.deadline);
+            tokio::select! {
+                biased;
+                () = shutdown(&mut self.shutdown) => break,
+                () = stale_opt(&mut self.floor, epoch) => self.on_stale(),
+                event = next_event(&mut self.events) => self.on_event(event).await,
+                () = sleep_until(deadline), if deadline.is_some() => self.on_stall().await,
+                input = self.inbox.recv() => match input {
+                    Some(TtsInput::Chunk { epoch, text }) => self.on_chunk(epoch, text).await,
+                    Some(TtsInput::End { epoch }) => self.on_end(epoch).await,
+                    None => break,
+                },
+            }
+        }
+        if let (Some(sender), Some(current)) = (&self.sender, self.current) {
+            sender.cancel(current.ctx);
+        }
+    }
+
+    async fn on_chunk(&mut self, epoch: Epoch, text: String) {
+        if epoch.is_stale(*self.floor.borrow()) {
+            return;
+        }
+        if self.current.is_some_and(|c| c.epoch != epoch || c.flushed) {
+            // Not expected (the driver starts a response once the last one
+            // finished): end the old one rather than mix two responses.
+            self.abandon().await;
+        }
+        if self.current.is_none() {
+            self.start(epoch).await;
+        }
+        let Some(current) = self.current.filter(|c| !c.failed) else {
+            return;
+        };
+        let spoken = spoken_form(text, self.language).await;
+        let sent = match &self.sender {
+            Some(sender) => sender.send_text(current.ctx, spoken).await.is_ok(),
+            None => false,
+        };
+        if !sent {
+            self.fail(&ProviderError::disconnected("tts session closed"))
+                .await;
+            return;
+        }
+        mark(&self.timeline, epoch, TurnEvent::TtsFirstText, now());
+        if let Some(c) = self.current.as_mut()
+            && !c.got_audio
+            && c.deadline.is_none()
+        {
+            c.deadline = Some(now() + self.stall_limit);
+        }
+    }
+
+    /// Starts a context for `epoch`'s response (connecting a session first if
+    /// the last one was lost).
+    async fn start(&mut self, epoch: Epoch) {
+        let ctx = ContextId::new(epoch, self.seq);
+        self.seq += 1;
+        self.framer.reset();
+        mark(&self.timeline, epoch, TurnEvent::TtsRequest, now());
+        let mut current = Current {
+            epoch,
+            ctx,
+            flushed: false,
+            got_audio: false,
+            failed: false,
+            deadline: None,
+        };
+        if let Err(error) = self.start_context(ctx).await {
+            self.count(&error);
+            current.failed = true;
+        }
+        self.current = Some(current);
+    }
+
+    async fn start_context(&mut self, ctx: ContextId) -> Result<(), ProviderError> {
+        if self.sender.as_ref().is_none_or(TtsSender::is_closed) {
+            let session = self.provider.connect(self.config.clone()).await?;
+            let (sender, events) = session.split();
+            self.sender = Some(sender);
+            self.events = Some(events);
+        }
+        match &self.sender {
+            Some(sender) => sender
+                .start_context(ctx)
+                .await
+                .map_err(|_| ProviderError::disconnected("tts context refused")),
+            None => Err(ProviderError::disconnected("tts session closed")),
+        }
+    }
+
+    async fn on_end(&mut self, epoch: Epoch) {
+        if epoch.is_stale(*self.floor.borrow()) {
+            return;
+        }
+        match self.current {
+            Some(c) if c.epoch == epoch && !c.failed => {
+                let flushed = match &self.sender {
+                    Some(sender) => sender.flush(c.ctx).await.is_ok(),
+                    None => false,
+                };
+                if flushed {
+                    if let Some(c) = self.current.as_mut() {
+                        c.flushed = true;
+                    }
+                } else {
+                    self.fail(&ProviderError::disconnected("tts session closed"))
+                        .await;
+                }
+            }
+            Some(c) if c.epoch == epoch => {
+                self.failed_responses.fetch_add(1, Ordering::Relaxed);
+                self.current = None;
+                self.end_downstream(epoch).await;
+            }
+            _ => self.end_downstream(epoch).await,
+        }
+    }
+
+    async fn on_event(&mut self, event: Option<TtsEvent>) {
+        match event {
+            Some(TtsEvent::Audio {
+                ctx,
+                samples,
+                sample_rate_hz,
+            }) => self.on_audio(ctx, &samples, sample_rate_hz).await,
+            Some(TtsEvent::Done { ctx }) => {
+                if self.current.is_some_and(|c| c.ctx == ctx) {
+                    self.framer.flush();
+                    if self.frames_downstream().await {
+                        self.finish().await;
+                    }
+                }
+            }
+            Some(TtsEvent::Error { ctx, error }) => {
+                let ours = self.current.is_some_and(|c| Some(c.ctx) == ctx);
+                if ours {
+                    self.fail(&error).await;
+                } else {
+                    self.count(&error);
+                }
+            }
+            Some(TtsEvent::Closed) | None => self.on_closed().await,
+            Some(_) => {}
+        }
+    }
+
+    async fn on_audio(&mut self, ctx: ContextId, samples: &[i16], rate_hz: u32) {
+        let Some(current) = self.current.as_mut().filter(|c| c.ctx == ctx) else {
+            return;
+        };
+        if !current.got_audio {
+            current.got_audio = true;
+            mark(
+                &self.timeline,
+                current.epoch,
+                TurnEvent::TtsFirstByte,
+                now(),
+            );
+        }
+        current.deadline = Some(now() + self.stall_limit);
+        if self.framer.push(samples, rate_hz).is_err() {
+            self.fail(&ProviderError::protocol("tts audio at an unusable rate"))
+                .await;
+            return;
+        }
+        self.frames_downstream().await;
+    }
+
+    /// Sends every whole frame downstream; false if the response went stale.
+    async fn frames_downstream(&mut self) -> bool {
+        let Some(epoch) = self.current.map(|c| c.epoch) else {
+            return false;
+        };
+        while let Some(frame) = self.framer.next_frame() {
+            let item = OutInput::Frame { epoch, frame };
+            if !forward(&self.output, item, epoch, &mut self.floor).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The session is gone: the response in progress fails; the next one reconnects.
+    async fn on_closed(&mut self) {
+        self.events = None;
+        self.sender = None;
+        if self.current.is_some() {
+            self.fail(&ProviderError::disconnected("tts session ended"))
+                .await;
+        }
+    }
+
+    async fn on_stall(&mut self) {
+        let error = ProviderError::Timeout {
+            waiting_for: "tts audio",
+            after_ms: self.stall_limit.as_millis() as u64,
+        };
+        self.fail(&error).await;
+    }
+
+    /// Ends the current response as failed: counted, cancelled, what was framed plays.
+    async fn fail(&mut self, error: &ProviderError) {
+        self.count(error);
+        self.failed_responses.fetch_add(1, Ordering::Relaxed);
+        if let (Some(sender), Some(c)) = (&self.sender, self.current) {
+            sender.cancel(c.ctx);
+        }
+        self.framer.reset();
+        self.finish().await;
+    }
+
+    async fn abandon(&mut self) {
+        if let (Some(sender), Some(c)) = (&self.sender, self.current) {
+            sender.cancel(c.ctx);
+        }
+        self.framer.reset();
+        self.finish().await;
+    }
+
+    async fn finish(&mut self) {
+        if let Some(c) = self.current.take() {
+            self.end_downstream(c.epoch).await;
+        }
+    }
+
+    async fn end_downstream(&mut self, epoch: Epoch) {
+        forward(
+            &self.output,
+            OutInput::End { epoch },
+            epoch,
+            &mut self.floor,
+        )
+        .await;
+    }
+
+    fn on_stale(&mut self) {
+        if let Some(c) = self.current.take() {
+            if let Some(sender) = &self.sender {
+                sender.cancel(c.ctx);
+            }
+            self.framer.reset();
+        }
+    }
+
+    fn count(&self, error: &ProviderError) {
+        self.failures.count(ProviderStage::Tts, error.kind());
+    }
+}
+
+/// The words to speak for `chunk`: normalised inline up to
+/// [`INLINE_CHUNK_CHARS`](brisvox_text::normalize::INLINE_CHUNK_CHARS), on a blocking thread above it (the written text if
+/// that fails).
+async fn spoken_form(chunk: String, language: Language) -> String {
+    if !needs_offload(&chunk) {
+        return normalize(&chunk, language).into_owned();
+    }
+    let raw = chunk.clone();
+    tokio::task::spawn_blocking(move || normalize(&chunk, language).into_owned())
+        .await
+        .unwrap_or(raw)
+}
+
+/// The session's next live event; `None` once it is gone, never without one.
+///
+/// # Cancel safety
+///
+/// Cancel safe: [`TtsEvents::recv`] is.
+async fn next_event(events: &mut Option<TtsEvents>) -> Option<TtsEvent> {
+    match events {
+        Some(events) => events.recv().await,
+        None => std::future::pending().await,
+    }
+}
