@@ -6,6 +6,7 @@
 //! ```text
 //! brisvox-bench model-cpu [--seconds S] [--rounds N] [--streams 1,10,100,500]
 //!                         [--smart-turn-runs N] [--out bench/results/model-cpu.md]
+//!                         [--compare-model PATH]
 //! ```
 
 mod alloc_count;
@@ -33,7 +34,8 @@ subcommands:
               --rounds N         interleaved rounds (default 3)
               --streams LIST     stream counts, comma-separated (default 1,10,100,500)
               --smart-turn-runs N  runs per Smart Turn configuration (default 15)
-              --out PATH         report file (default bench/results/model-cpu.md)";
+              --out PATH         report file (default bench/results/model-cpu.md)
+              --compare-model PATH  also measure another Silero model file";
 
 /// Options of `model-cpu`.
 struct ModelCpuArgs {
@@ -49,6 +51,7 @@ fn parse_model_cpu(args: &[String]) -> Result<ModelCpuArgs, String> {
             seconds: 1.0,
             rounds: 3,
             streams: vec![1, 10, 100, 500],
+            compare_model: None,
         },
         smart_turn_runs: 15,
         out: PathBuf::from("bench/results/model-cpu.md"),
@@ -83,6 +86,7 @@ fn parse_model_cpu(args: &[String]) -> Result<ModelCpuArgs, String> {
                 parsed.smart_turn_runs = v.parse().map_err(|_| bad(&v))?;
             }
             "--out" => parsed.out = PathBuf::from(value()?),
+            "--compare-model" => parsed.silero.compare_model = Some(PathBuf::from(value()?)),
             other => return Err(format!("unknown option {other}\n\n{USAGE}")),
         }
     }

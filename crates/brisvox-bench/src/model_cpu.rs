@@ -35,6 +35,10 @@ pub(crate) struct SileroBenchOptions {
     pub rounds: usize,
     /// Stream counts of the batched rows.
     pub streams: Vec<usize>,
+    /// Another Silero model file with the same interface to compare with the shipped
+    /// one (for example the batch-folded experiment of
+    /// `scripts/goldens/silero_fold_batch.py`).
+    pub compare_model: Option<std::path::PathBuf>,
 }
 
 /// 16 kHz audio for the windows: a speech fixture when present, else a synthetic
@@ -602,7 +606,90 @@ pub(crate) fn silero_section(opts: &SileroBenchOptions) -> Result<String, String
             percentile(&p.latency_us, 0.99),
         );
     }
+    if let Some(path) = &opts.compare_model {
+        md.push_str(&compare(&model, path, &windows, opts)?);
+    }
     let _ = writeln!(md, "\n### Memory\n");
     md.push_str(&memory(&model)?);
+    Ok(md)
+}
+
+/// Largest |p_a - p_b| over every window of `streams` streams of the fixture audio,
+/// run in batches of `streams` rows through both models.
+fn max_difference(a: &SileroModel, b: &SileroModel, windows: &Windows, streams: usize) -> f32 {
+    let mut sa: Vec<SileroState> = (0..streams)
+        .map(|_| SileroState::new(SileroRate::Hz16000))
+        .collect();
+    let mut sb = sa.clone();
+    let mut ba = SileroBatch::new(SileroRate::Hz16000, streams);
+    let mut bb = SileroBatch::new(SileroRate::Hz16000, streams);
+    let mut worst = 0.0f32;
+    for tick in 0..windows.count as u64 {
+        ba.clear();
+        bb.clear();
+        for s in 0..streams {
+            ba.push(&sa[s], windows.get(s, tick)).expect("fits");
+            bb.push(&sb[s], windows.get(s, tick)).expect("fits");
+        }
+        a.run_batch(&mut ba).expect("model runs");
+        b.run_batch(&mut bb).expect("model runs");
+        for s in 0..streams {
+            worst = worst.max((ba.probability(s) - bb.probability(s)).abs());
+            ba.write_back(s, &mut sa[s]);
+            bb.write_back(s, &mut sb[s]);
+        }
+    }
+    worst
+}
+
+/// The same direct measurements for another model file, next to the shipped one.
+fn compare(
+    shipped: &SileroModel,
+    path: &std::path::Path,
+    windows: &Windows,
+    opts: &SileroBenchOptions,
+) -> Result<String, String> {
+    let other =
+        SileroModel::load_from(path, SileroOptions::default()).map_err(|e| e.to_string())?;
+    let diff_alone = max_difference(shipped, &other, windows, 1);
+    let diff_batched = max_difference(shipped, &other, windows, 16);
+    let mut cells: Vec<[Cell; 4]> = opts.streams.iter().map(|_| Default::default()).collect();
+    for _ in 0..opts.rounds {
+        for (i, &n) in opts.streams.iter().enumerate() {
+            direct(shipped, windows, n, opts.seconds, &mut cells[i][0]);
+            direct(&other, windows, n, opts.seconds, &mut cells[i][1]);
+            after_idle(shipped, windows, n, opts.seconds, &mut cells[i][2]);
+            after_idle(&other, windows, n, opts.seconds, &mut cells[i][3]);
+        }
+    }
+    let mut md = String::new();
+    let _ = writeln!(md, "\n### Compared model: `{}`\n", path.display());
+    let _ = writeln!(
+        md,
+        "Same direct measurements, shipped model and this one interleaved. Largest \
+         |p_shipped - p_this| over {} fixture windows: {diff_alone:.3e} one stream at a \
+         time, {diff_batched:.3e} in batches of 16 streams.\n",
+        windows.count
+    );
+    let _ = writeln!(
+        md,
+        "| streams | shipped: CPU us / window | this: CPU us / window | shipped after 32 ms idle | this after 32 ms idle |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for (i, &n) in opts.streams.iter().enumerate() {
+        let c = &cells[i];
+        let _ = writeln!(
+            md,
+            "| {n} | {:.1} ({:.1}) | {:.1} ({:.1}) | {:.1} ({:.1}) | {:.1} ({:.1}) |",
+            Cell::median(&c[0].cpu_us),
+            Cell::min(&c[0].cpu_us),
+            Cell::median(&c[1].cpu_us),
+            Cell::min(&c[1].cpu_us),
+            Cell::median(&c[2].cpu_us),
+            Cell::min(&c[2].cpu_us),
+            Cell::median(&c[3].cpu_us),
+            Cell::min(&c[3].cpu_us),
+        );
+    }
     Ok(md)
 }
