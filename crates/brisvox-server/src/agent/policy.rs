@@ -1,0 +1,228 @@
+//! The `[turn]`, `[vad]`, `[interruption]` and `[limits]` sections.
+
+use serde::{Deserialize, Serialize};
+
+use super::AgentError;
+
+/// How the end of the caller's turn is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnPolicy {
+    /// The turn model's verdict plus the STT final; an "incomplete" verdict
+    /// waits up to `incomplete_timeout_ms`.
+    #[default]
+    Adaptive,
+    /// A fixed silence of `silence_ms` ends the turn.
+    Fixed,
+}
+
+/// Adaptive policy: default `incomplete_timeout_ms`.
+pub const DEFAULT_INCOMPLETE_TIMEOUT_MS: u32 = 3000;
+
+/// Fixed policy: default `silence_ms`.
+pub const DEFAULT_SILENCE_MS: u32 = 700;
+
+/// `[turn]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TurnSettings {
+    /// The policy.
+    pub policy: TurnPolicy,
+    /// Adaptive: the longest wait after an "incomplete" verdict, in ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete_timeout_ms: Option<u32>,
+    /// Fixed: the silence that ends a turn, in ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub silence_ms: Option<u32>,
+    /// Wait for the STT final before ending the turn.
+    pub require_final: bool,
+    /// The longest wait for the STT final after the turn end, in ms.
+    pub final_timeout_ms: u32,
+}
+
+impl Default for TurnSettings {
+    fn default() -> Self {
+        Self {
+            policy: TurnPolicy::Adaptive,
+            // Filled in by the check for the policy in force.
+            incomplete_timeout_ms: None,
+            silence_ms: None,
+            require_final: true,
+            final_timeout_ms: 1000,
+        }
+    }
+}
+
+impl TurnSettings {
+    pub(super) fn check(&mut self) -> Result<(), AgentError> {
+        match self.policy {
+            TurnPolicy::Adaptive => {
+                if self.silence_ms.is_some() {
+                    return Err(AgentError::NotForPolicy {
+                        key: "turn.silence_ms",
+                        policy: "fixed",
+                    });
+                }
+                let t = *self
+                    .incomplete_timeout_ms
+                    .get_or_insert(DEFAULT_INCOMPLETE_TIMEOUT_MS);
+                range("turn.incomplete_timeout_ms", t, 100, 30_000)?;
+            }
+            TurnPolicy::Fixed => {
+                if self.incomplete_timeout_ms.is_some() {
+                    return Err(AgentError::NotForPolicy {
+                        key: "turn.incomplete_timeout_ms",
+                        policy: "adaptive",
+                    });
+                }
+                let s = *self.silence_ms.get_or_insert(DEFAULT_SILENCE_MS);
+                range("turn.silence_ms", s, 100, 10_000)?;
+            }
+        }
+        range("turn.final_timeout_ms", self.final_timeout_ms, 0, 10_000)
+    }
+}
+
+/// `[vad]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct VadSettings {
+    /// Speech probability at which speech starts, 0 to 1.
+    pub start_threshold: f32,
+    /// Speech probability under which speech may stop, 0 to 1, not above
+    /// `start_threshold`.
+    pub stop_threshold: f32,
+    /// Silence that ends a speech segment, in ms.
+    pub min_silence_ms: u32,
+    /// Audio kept before the start and after the end of speech, in ms.
+    pub speech_pad_ms: u32,
+    /// Shortest speech that counts, in ms.
+    pub min_speech_ms: u32,
+}
+
+impl Default for VadSettings {
+    fn default() -> Self {
+        Self {
+            start_threshold: 0.5,
+            stop_threshold: 0.35,
+            min_silence_ms: 300,
+            speech_pad_ms: 30,
+            min_speech_ms: 250,
+        }
+    }
+}
+
+impl VadSettings {
+    pub(super) fn check(&self) -> Result<(), AgentError> {
+        for (key, v) in [
+            ("vad.start_threshold", self.start_threshold),
+            ("vad.stop_threshold", self.stop_threshold),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(AgentError::invalid(key, v, "a number from 0 to 1"));
+            }
+        }
+        if self.stop_threshold > self.start_threshold {
+            return Err(AgentError::invalid(
+                "vad.stop_threshold",
+                self.stop_threshold,
+                "a number not above vad.start_threshold",
+            ));
+        }
+        range("vad.min_silence_ms", self.min_silence_ms, 32, 5000)?;
+        range("vad.speech_pad_ms", self.speech_pad_ms, 0, 1000)?;
+        range("vad.min_speech_ms", self.min_speech_ms, 0, 5000)
+    }
+}
+
+/// `[interruption]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InterruptionSettings {
+    /// Whether the caller can talk over the bot (barge-in).
+    pub enabled: bool,
+    /// Speech over the bot that confirms a barge-in, in ms.
+    pub min_speech_ms: u32,
+}
+
+impl Default for InterruptionSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            min_speech_ms: 300,
+        }
+    }
+}
+
+impl InterruptionSettings {
+    pub(super) fn check(&self) -> Result<(), AgentError> {
+        range("interruption.min_speech_ms", self.min_speech_ms, 0, 5000)
+    }
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsSettings {
+    /// Calls at once; the next one is refused.
+    pub max_calls: u32,
+    /// A call is ended after this long, in seconds.
+    pub max_call_duration_s: u32,
+    /// Caller silence after which the bot says `idle_prompt`, in seconds.
+    pub idle_prompt_after_s: u32,
+    /// What the bot says when the caller is silent.
+    pub idle_prompt: String,
+    /// Caller silence after which the call ends, in seconds.
+    pub idle_end_after_s: u32,
+}
+
+impl Default for LimitsSettings {
+    fn default() -> Self {
+        Self {
+            max_calls: 100,
+            max_call_duration_s: 1800,
+            idle_prompt_after_s: 15,
+            idle_prompt: "Are you still there?".to_owned(),
+            idle_end_after_s: 30,
+        }
+    }
+}
+
+impl LimitsSettings {
+    pub(super) fn check(&self) -> Result<(), AgentError> {
+        range("limits.max_calls", self.max_calls, 1, 100_000)?;
+        range(
+            "limits.max_call_duration_s",
+            self.max_call_duration_s,
+            1,
+            86_400,
+        )?;
+        range(
+            "limits.idle_prompt_after_s",
+            self.idle_prompt_after_s,
+            1,
+            3600,
+        )?;
+        if self.idle_end_after_s <= self.idle_prompt_after_s {
+            return Err(AgentError::invalid(
+                "limits.idle_end_after_s",
+                self.idle_end_after_s,
+                "a number of seconds above limits.idle_prompt_after_s",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `min..=max` or an error naming `key` and the range.
+pub(super) fn range(key: &'static str, v: u32, min: u32, max: u32) -> Result<(), AgentError> {
+    if (min..=max).contains(&v) {
+        Ok(())
+    } else {
+        Err(AgentError::InvalidValue {
+            key: key.to_owned(),
+            value: v.to_string(),
+            allowed: format!("a whole number from {min} to {max}"),
+        })
+    }
+}

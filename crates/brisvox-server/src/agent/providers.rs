@@ -1,0 +1,375 @@
+//! The `[stt]`, `[llm]` and `[tts]` sections: which provider, and its settings.
+//!
+//! Each section names its `provider` and may hold one sub-table per provider
+//! (`[stt.deepgram]`, `[llm.openai_compatible]`, ...). The sub-table of the
+//! selected provider is required for real vendors (it holds the API key); the
+//! mock's is optional. Sub-tables of providers not selected are checked too, so
+//! a file can keep the settings of a provider it switches between.
+
+use serde::{Deserialize, Serialize};
+
+use super::AgentError;
+use crate::secret::SecretSetting;
+
+/// Looks up an environment variable.
+pub type EnvLookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+fn resolve(
+    secret: &mut SecretSetting,
+    key: &str,
+    env: EnvLookup<'_>,
+    selected: bool,
+) -> Result<(), AgentError> {
+    if selected {
+        secret.resolve(key, env).map_err(AgentError::from)
+    } else if secret.env_var().is_none() {
+        // A literal key is refused even in an unused sub-table.
+        Err(AgentError::LiteralSecret {
+            key: key.to_owned(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+fn require<T>(table: &Option<T>, key: &str, provider: &str) -> Result<(), AgentError> {
+    match table {
+        Some(_) => Ok(()),
+        None => Err(AgentError::MissingSection {
+            key: key.to_owned(),
+            provider: provider.to_owned(),
+        }),
+    }
+}
+
+/// Speech-to-text providers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SttProvider {
+    /// In-process mock with fixed latencies (no speech recognition).
+    #[default]
+    Mock,
+    /// Deepgram streaming STT.
+    Deepgram,
+    /// A local model.
+    Local,
+}
+
+/// Language model providers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LlmProvider {
+    /// In-process mock with fixed latencies (canned answers).
+    #[default]
+    Mock,
+    /// Any OpenAI Chat Completions compatible endpoint (OpenAI, OpenRouter, vLLM).
+    OpenaiCompatible,
+}
+
+/// Text-to-speech providers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TtsProvider {
+    /// In-process mock with fixed latencies (tones, not speech).
+    #[default]
+    Mock,
+    /// Cartesia streaming TTS.
+    Cartesia,
+    /// ElevenLabs streaming TTS.
+    Elevenlabs,
+    /// Deepgram Aura TTS.
+    DeepgramAura,
+    /// A local model.
+    Local,
+}
+
+macro_rules! provider_name {
+    ($t:ty { $($v:ident => $s:literal),* $(,)? }) => {
+        impl $t {
+            /// The provider's name in the agent file.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$v => $s),* }
+            }
+        }
+    };
+}
+provider_name!(SttProvider { Mock => "mock", Deepgram => "deepgram", Local => "local" });
+provider_name!(LlmProvider { Mock => "mock", OpenaiCompatible => "openai_compatible" });
+provider_name!(TtsProvider {
+    Mock => "mock", Cartesia => "cartesia", Elevenlabs => "elevenlabs",
+    DeepgramAura => "deepgram_aura", Local => "local",
+});
+
+/// `[stt.mock]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MockSttSettings {
+    /// From the end of speech (Finalize) to the final transcript, in ms.
+    pub final_latency_ms: u32,
+}
+
+impl Default for MockSttSettings {
+    fn default() -> Self {
+        Self {
+            final_latency_ms: 150,
+        }
+    }
+}
+
+/// `[stt.deepgram]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeepgramSttSettings {
+    /// Model name.
+    #[serde(default = "default_deepgram_model")]
+    pub model: String,
+    /// API key, `"${DEEPGRAM_API_KEY}"`.
+    pub api_key: SecretSetting,
+    /// Endpoint override (for a proxy or a test server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+fn default_deepgram_model() -> String {
+    "nova-3".to_owned()
+}
+
+/// `[stt.local]` / `[tts.local]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalModelSettings {
+    /// Directory or file of the model.
+    pub model_path: String,
+    /// Voice name (TTS only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voice: Option<String>,
+}
+
+/// `[stt]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SttSection {
+    /// The provider in use.
+    pub provider: SttProvider,
+    /// Mock settings.
+    pub mock: MockSttSettings,
+    /// Deepgram settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deepgram: Option<DeepgramSttSettings>,
+    /// Local model settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalModelSettings>,
+}
+
+impl SttSection {
+    pub(super) fn check(&mut self, env: EnvLookup<'_>) -> Result<(), AgentError> {
+        match self.provider {
+            SttProvider::Deepgram => require(&self.deepgram, "stt.deepgram", "deepgram")?,
+            SttProvider::Local => require(&self.local, "stt.local", "local")?,
+            SttProvider::Mock => {}
+        }
+        if let Some(d) = &mut self.deepgram {
+            let selected = self.provider == SttProvider::Deepgram;
+            resolve(&mut d.api_key, "stt.deepgram.api_key", env, selected)?;
+        }
+        Ok(())
+    }
+}
+
+/// `[llm.mock]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MockLlmSettings {
+    /// From the request to the first token, in ms.
+    pub first_token_ms: u32,
+    /// Between tokens, in ms.
+    pub token_interval_ms: u32,
+}
+
+impl Default for MockLlmSettings {
+    fn default() -> Self {
+        Self {
+            first_token_ms: 350,
+            token_interval_ms: 20,
+        }
+    }
+}
+
+/// `[llm.openai_compatible]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenAiCompatibleSettings {
+    /// Model name (`gpt-4o-mini`, `openai/gpt-6-luna`, ...).
+    pub model: String,
+    /// API key, `"${OPENAI_API_KEY}"`.
+    pub api_key: SecretSetting,
+    /// Base URL of the API.
+    #[serde(default = "default_openai_base_url")]
+    pub base_url: String,
+    /// Sampling temperature, 0 to 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Bound on the answer's tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// `reasoning_effort`: none, low, medium, high, xhigh or max.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// OpenRouter provider routing: upstreams in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openrouter_order: Option<Vec<String>>,
+    /// OpenRouter provider routing: whether other upstreams may serve.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub openrouter_allow_fallbacks: Option<bool>,
+}
+
+fn default_openai_base_url() -> String {
+    "https://api.openai.com/v1".to_owned()
+}
+
+/// Values `reasoning_effort` may take.
+pub const REASONING_EFFORTS: [&str; 6] = ["none", "low", "medium", "high", "xhigh", "max"];
+
+/// `[llm]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmSection {
+    /// The provider in use.
+    pub provider: LlmProvider,
+    /// Mock settings.
+    pub mock: MockLlmSettings,
+    /// OpenAI-compatible settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openai_compatible: Option<OpenAiCompatibleSettings>,
+}
+
+impl LlmSection {
+    pub(super) fn check(&mut self, env: EnvLookup<'_>) -> Result<(), AgentError> {
+        if self.provider == LlmProvider::OpenaiCompatible {
+            require(
+                &self.openai_compatible,
+                "llm.openai_compatible",
+                "openai_compatible",
+            )?;
+        }
+        let selected = self.provider == LlmProvider::OpenaiCompatible;
+        let Some(o) = &mut self.openai_compatible else {
+            return Ok(());
+        };
+        resolve(
+            &mut o.api_key,
+            "llm.openai_compatible.api_key",
+            env,
+            selected,
+        )?;
+        if let Some(t) = o.temperature
+            && !(0.0..=2.0).contains(&t)
+        {
+            return Err(AgentError::invalid(
+                "llm.openai_compatible.temperature",
+                t,
+                "a number from 0 to 2",
+            ));
+        }
+        if let Some(e) = &o.reasoning_effort
+            && !REASONING_EFFORTS.contains(&e.as_str())
+        {
+            return Err(AgentError::invalid(
+                "llm.openai_compatible.reasoning_effort",
+                e,
+                "one of none, low, medium, high, xhigh, max",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `[tts.mock]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MockTtsSettings {
+    /// From the request to the first audio byte, in ms.
+    pub first_byte_ms: u32,
+}
+
+impl Default for MockTtsSettings {
+    fn default() -> Self {
+        Self { first_byte_ms: 150 }
+    }
+}
+
+/// `[tts.cartesia]`, `[tts.elevenlabs]`, `[tts.deepgram_aura]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VendorTtsSettings {
+    /// Model name (`sonic-3.6`, `eleven_flash_v2_5`, `aura-2-thalia-en`).
+    pub model: String,
+    /// Voice id (Deepgram Aura: the voice is part of the model name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voice: Option<String>,
+    /// API key, `"${CARTESIA_API_KEY}"` and so on.
+    pub api_key: SecretSetting,
+    /// Endpoint override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+/// `[tts]`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TtsSection {
+    /// The provider in use.
+    pub provider: TtsProvider,
+    /// Mock settings.
+    pub mock: MockTtsSettings,
+    /// Cartesia settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cartesia: Option<VendorTtsSettings>,
+    /// ElevenLabs settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elevenlabs: Option<VendorTtsSettings>,
+    /// Deepgram Aura settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deepgram_aura: Option<VendorTtsSettings>,
+    /// Local model settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalModelSettings>,
+}
+
+impl TtsSection {
+    pub(super) fn check(&mut self, env: EnvLookup<'_>) -> Result<(), AgentError> {
+        let p = self.provider;
+        match p {
+            TtsProvider::Cartesia => require(&self.cartesia, "tts.cartesia", p.as_str())?,
+            TtsProvider::Elevenlabs => require(&self.elevenlabs, "tts.elevenlabs", p.as_str())?,
+            TtsProvider::DeepgramAura => {
+                require(&self.deepgram_aura, "tts.deepgram_aura", p.as_str())?
+            }
+            TtsProvider::Local => require(&self.local, "tts.local", p.as_str())?,
+            TtsProvider::Mock => {}
+        }
+        let vendors = [
+            (
+                &mut self.cartesia,
+                "tts.cartesia.api_key",
+                TtsProvider::Cartesia,
+            ),
+            (
+                &mut self.elevenlabs,
+                "tts.elevenlabs.api_key",
+                TtsProvider::Elevenlabs,
+            ),
+            (
+                &mut self.deepgram_aura,
+                "tts.deepgram_aura.api_key",
+                TtsProvider::DeepgramAura,
+            ),
+        ];
+        for (table, key, provider) in vendors {
+            if let Some(v) = table {
+                resolve(&mut v.api_key, key, env, p == provider)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,103 @@
+//! The `[server]` section: where to listen, who may call, message limits.
+
+use serde::{Deserialize, Serialize};
+
+use super::AgentError;
+use super::policy::range;
+use super::providers::EnvLookup;
+use crate::secret::SecretSetting;
+
+/// Where a route accepts its token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenPlacement {
+    /// `Authorization: Bearer <token>` only.
+    Bearer,
+    /// `?token=<token>` only (Twilio, browsers).
+    Query,
+    /// Either.
+    #[default]
+    BearerOrQuery,
+}
+
+/// One route's token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteAuth {
+    /// The token, `"${BRISVOX_CALL_TOKEN}"`.
+    pub token: SecretSetting,
+    /// Where the client puts it.
+    #[serde(default)]
+    pub accept: TokenPlacement,
+}
+
+/// `[server.auth]`: a token per route; a route without one is open.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthSettings {
+    /// `/call`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call: Option<RouteAuth>,
+    /// `/twilio`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub twilio: Option<RouteAuth>,
+    /// `/metrics`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<RouteAuth>,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSettings {
+    /// Address to listen on (`--bind` overrides it).
+    pub bind: String,
+    /// Bound on one websocket message, in bytes (binary audio and text).
+    pub max_message_bytes: usize,
+    /// On SIGTERM, how long calls may go on before they are ended, in seconds.
+    pub drain_grace_s: u32,
+    /// Tokens per route.
+    pub auth: AuthSettings,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            bind: "0.0.0.0:8080".to_owned(),
+            max_message_bytes: brisvox_transport::brisvox_ws::DEFAULT_MAX_BINARY_BYTES,
+            drain_grace_s: 30,
+            auth: AuthSettings::default(),
+        }
+    }
+}
+
+impl ServerSettings {
+    pub(super) fn check(&mut self, env: EnvLookup<'_>) -> Result<(), AgentError> {
+        if self.bind.parse::<std::net::SocketAddr>().is_err() {
+            return Err(AgentError::invalid(
+                "server.bind",
+                &self.bind,
+                "an IP address and port, like 0.0.0.0:8080",
+            ));
+        }
+        if !(1024..=16 * 1024 * 1024).contains(&self.max_message_bytes) {
+            return Err(AgentError::invalid(
+                "server.max_message_bytes",
+                self.max_message_bytes,
+                "a whole number of bytes from 1024 to 16777216",
+            ));
+        }
+        range("server.drain_grace_s", self.drain_grace_s, 0, 3600)?;
+        let routes = [
+            (&mut self.auth.call, "server.auth.call.token"),
+            (&mut self.auth.twilio, "server.auth.twilio.token"),
+            (&mut self.auth.metrics, "server.auth.metrics.token"),
+        ];
+        for (route, key) in routes {
+            if let Some(r) = route {
+                r.token.resolve(key, env)?;
+            }
+        }
+        Ok(())
+    }
+}
