@@ -52,7 +52,8 @@ struct Current {
     ctx: ContextId,
     flushed: bool,
     got_audio: bool,
-    /// The context failed to start: its chunks are dropped until its end.
+    /// The response failed (counted, ended downstream): its remaining chunks
+    /// are dropped until its end.
     failed: bool,
     /// When a missing first byte or next chunk counts as a stall.
     deadline: Option<Instant>,
@@ -149,10 +150,13 @@ impl TtsStage {
         if epoch.is_stale(*self.floor.borrow()) {
             return;
         }
-        if self.current.is_some_and(|c| c.epoch != epoch || c.flushed) {
+        match self.current {
+            Some(c) if c.failed && c.epoch == epoch && !c.flushed => return,
+            Some(c) if c.failed => self.current = None,
             // Not expected (the driver starts a response once the last one
             // finished): end the old one rather than mix two responses.
-            self.abandon().await;
+            Some(c) if c.epoch != epoch || c.flushed => self.abandon().await,
+            _ => {}
         }
         if self.current.is_none() {
             self.start(epoch).await;
@@ -186,7 +190,7 @@ impl TtsStage {
         self.seq += 1;
         self.framer.reset();
         mark(&self.timeline, epoch, TurnEvent::TtsRequest, now());
-        let mut current = Current {
+        let current = Current {
             epoch,
             ctx,
             flushed: false,
@@ -194,11 +198,11 @@ impl TtsStage {
             failed: false,
             deadline: None,
         };
-        if let Err(error) = self.start_context(ctx).await {
-            self.count(&error);
-            current.failed = true;
-        }
+        let started = self.start_context(ctx).await;
         self.current = Some(current);
+        if let Err(error) = started {
+            self.fail(&error).await;
+        }
     }
 
     async fn start_context(&mut self, ctx: ContextId) -> Result<(), ProviderError> {
@@ -222,7 +226,8 @@ impl TtsStage {
             return;
         }
         match self.current {
-            Some(c) if c.epoch == epoch && !c.failed => {
+            Some(c) if c.epoch == epoch && c.failed => self.current = None,
+            Some(c) if c.epoch == epoch => {
                 let flushed = match &self.sender {
                     Some(sender) => sender.flush(c.ctx).await.is_ok(),
                     None => false,
@@ -234,12 +239,8 @@ impl TtsStage {
                 } else {
                     self.fail(&ProviderError::disconnected("tts session closed"))
                         .await;
+                    self.current = None;
                 }
-            }
-            Some(c) if c.epoch == epoch => {
-                self.failed_responses.fetch_add(1, Ordering::Relaxed);
-                self.current = None;
-                self.end_downstream(epoch).await;
             }
             _ => self.end_downstream(epoch).await,
         }
@@ -253,7 +254,7 @@ impl TtsStage {
                 sample_rate_hz,
             }) => self.on_audio(ctx, &samples, sample_rate_hz).await,
             Some(TtsEvent::Done { ctx }) => {
-                if self.current.is_some_and(|c| c.ctx == ctx) {
+                if self.current.is_some_and(|c| c.ctx == ctx && !c.failed) {
                     self.framer.flush();
                     if self.frames_downstream().await {
                         self.finish().await;
@@ -261,7 +262,9 @@ impl TtsStage {
                 }
             }
             Some(TtsEvent::Error { ctx, error }) => {
-                let ours = self.current.is_some_and(|c| Some(c.ctx) == ctx);
+                let ours = self
+                    .current
+                    .is_some_and(|c| Some(c.ctx) == ctx && !c.failed);
                 if ours {
                     self.fail(&error).await;
                 } else {
@@ -274,7 +277,7 @@ impl TtsStage {
     }
 
     async fn on_audio(&mut self, ctx: ContextId, samples: &[i16], rate_hz: u32) {
-        let Some(current) = self.current.as_mut().filter(|c| c.ctx == ctx) else {
+        let Some(current) = self.current.as_mut().filter(|c| c.ctx == ctx && !c.failed) else {
             return;
         };
         if !current.got_audio {
@@ -313,7 +316,7 @@ impl TtsStage {
     async fn on_closed(&mut self) {
         self.events = None;
         self.sender = None;
-        if self.current.is_some() {
+        if self.current.is_some_and(|c| !c.failed) {
             self.fail(&ProviderError::disconnected("tts session ended"))
                 .await;
         }
@@ -327,15 +330,23 @@ impl TtsStage {
         self.fail(&error).await;
     }
 
-    /// Ends the current response as failed: counted, cancelled, what was framed plays.
+    /// Ends the current response as failed: counted, its context cancelled,
+    /// ended downstream at once (what was framed plays out); its remaining
+    /// text is dropped until its end.
     async fn fail(&mut self, error: &ProviderError) {
         self.count(error);
         self.failed_responses.fetch_add(1, Ordering::Relaxed);
-        if let (Some(sender), Some(c)) = (&self.sender, self.current) {
-            sender.cancel(c.ctx);
+        let Some(c) = self.current.as_mut() else {
+            return;
+        };
+        c.failed = true;
+        c.deadline = None;
+        let (ctx, epoch) = (c.ctx, c.epoch);
+        if let Some(sender) = &self.sender {
+            sender.cancel(ctx);
         }
         self.framer.reset();
-        self.finish().await;
+        self.end_downstream(epoch).await;
     }
 
     async fn abandon(&mut self) {
