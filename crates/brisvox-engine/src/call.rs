@@ -20,16 +20,16 @@ use brisvox_text::segment::SegmenterConfig;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::config::{EngineConfig, EngineConfigError};
+use crate::config::{EngineConfig, EngineConfigError, QueueCapacities};
 use crate::models::{Models, Providers, VerdictSource};
 use crate::report::{CallEnd, CallReport, FailureBook, ProviderStage};
 use crate::stages::audio_in::{AudioIn, AudioInParts, AudioInStats};
-use crate::stages::driver::{DriverOutcome, DriverParts, TurnDriver};
-use crate::stages::llm::{LlmParts, LlmStage};
-use crate::stages::output::OutputStage;
-use crate::stages::segmenter::SegmenterStage;
+use crate::stages::driver::{DriverInput, DriverOutcome, DriverParts, TurnDriver};
+use crate::stages::llm::{LlmInput, LlmParts, LlmStage};
+use crate::stages::output::{OutInput, OutputStage};
+use crate::stages::segmenter::{SegInput, SegmenterStage};
 use crate::stages::stt::SttStage;
-use crate::stages::tts::{TtsParts, TtsStage};
+use crate::stages::tts::{TtsInput, TtsParts, TtsStage};
 use crate::stages::{SharedTimeline, now};
 use crate::transport::{TransportSink, TransportSource};
 use crate::turn::TurnMachine;
@@ -134,6 +134,42 @@ struct Call {
     shutdown: watch::Sender<bool>,
 }
 
+/// Both ends of every stage inbox of a call.
+struct Channels {
+    driver_tx: mpsc::Sender<DriverInput>,
+    driver_rx: mpsc::Receiver<DriverInput>,
+    llm_tx: mpsc::Sender<LlmInput>,
+    llm_rx: mpsc::Receiver<LlmInput>,
+    seg_tx: mpsc::Sender<SegInput>,
+    seg_rx: mpsc::Receiver<SegInput>,
+    tts_tx: mpsc::Sender<TtsInput>,
+    tts_rx: mpsc::Receiver<TtsInput>,
+    out_tx: mpsc::Sender<OutInput>,
+    out_rx: mpsc::Receiver<OutInput>,
+}
+
+impl Channels {
+    fn new(q: QueueCapacities) -> Self {
+        let (driver_tx, driver_rx) = mpsc::channel(q.driver);
+        let (llm_tx, llm_rx) = mpsc::channel(q.llm);
+        let (seg_tx, seg_rx) = mpsc::channel(q.segmenter);
+        let (tts_tx, tts_rx) = mpsc::channel(q.tts);
+        let (out_tx, out_rx) = mpsc::channel(q.output);
+        Channels {
+            driver_tx,
+            driver_rx,
+            llm_tx,
+            llm_rx,
+            seg_tx,
+            seg_rx,
+            tts_tx,
+            tts_rx,
+            out_tx,
+            out_rx,
+        }
+    }
+}
+
 /// The spawned stages, joined at the end.
 struct Tasks {
     plain: Vec<JoinHandle<()>>,
@@ -170,69 +206,31 @@ impl Call {
         tts_config: TtsConfig,
         framer: OutputFramer,
     ) -> CallReport {
-        let q = self.config.queues;
-        let (driver_tx, driver_rx) = mpsc::channel(q.driver);
-        let (llm_tx, llm_rx) = mpsc::channel(q.llm);
-        let (seg_tx, seg_rx) = mpsc::channel(q.segmenter);
-        let (tts_tx, tts_rx) = mpsc::channel(q.tts);
-        let (out_tx, out_rx) = mpsc::channel(q.output);
-        let (stt_tx, stt_rx) = watch::channel(None);
+        let ch = Channels::new(self.config.queues);
         let ring = match self.models.verdict {
             VerdictSource::SmartTurn { .. } => Some(Arc::new(Mutex::new(SmartTurnRing::new()))),
             VerdictSource::Fixed(_) => None,
         };
-        let mut plain = Vec::with_capacity(5);
-        let stt_stage = SttStage::new(
-            Arc::clone(&self.providers.stt),
-            stt,
-            stt_tx,
-            driver_tx.clone(),
-            self.config.limits.stt_reconnects,
-            Arc::clone(&self.failures),
-            self.shutdown.subscribe(),
-        );
-        plain.push(tokio::spawn(stt_stage.run()));
-        plain.push(tokio::spawn(self.llm_stage(llm_rx, seg_tx).run()));
-        let segmenter = SegmenterStage::new(
-            SegmenterConfig::new(self.config.language)
-                .with_first_min_words(self.config.first_chunk_words),
-            seg_rx,
-            tts_tx,
-            Arc::clone(&self.timeline),
-            self.floor.subscribe(),
-            self.shutdown.subscribe(),
-        );
-        plain.push(tokio::spawn(segmenter.run()));
-        let tts_parts = self.tts_parts(tts, tts_config, tts_rx, out_tx, framer);
-        plain.push(tokio::spawn(TtsStage::new(tts_parts).run()));
-        let output = OutputStage::new(
-            sink,
-            out_rx,
-            driver_tx.clone(),
-            Arc::clone(&self.timeline),
-            Arc::clone(&self.frames_out),
-            self.floor.subscribe(),
-            self.shutdown.subscribe(),
-        );
-        let output = tokio::spawn(output.run());
-        let audio_in = AudioIn::new(AudioInParts {
-            source,
-            driver: driver_tx,
-            stt: stt_rx.clone(),
-            ring: ring.clone(),
-            vad: self.models.vad.clone(),
-            vad_params: self.config.vad,
-            speech_dbfs: self.config.energy_vad.speech_dbfs,
-            stats: Arc::clone(&self.audio_stats),
-            shutdown: self.shutdown.subscribe(),
-        });
-        plain.push(tokio::spawn(audio_in.run()));
+        let (stt_tx, stt_rx) = watch::channel(None);
+        let stt_stage = self.stt_stage(stt, stt_tx, ch.driver_tx.clone());
+        let tts_parts = self.tts_parts(tts, tts_config, ch.tts_rx, ch.out_tx, framer);
+        let plain = vec![
+            tokio::spawn(stt_stage.run()),
+            tokio::spawn(self.llm_stage(ch.llm_rx, ch.seg_tx).run()),
+            tokio::spawn(self.segmenter_stage(ch.seg_rx, ch.tts_tx).run()),
+            tokio::spawn(TtsStage::new(tts_parts).run()),
+            tokio::spawn(
+                self.audio_in(source, ch.driver_tx.clone(), stt_rx.clone(), ring.clone())
+                    .run(),
+            ),
+        ];
+        let output = tokio::spawn(self.output_stage(sink, ch.out_rx, ch.driver_tx).run());
         let driver = TurnDriver::new(DriverParts {
             machine: TurnMachine::new(self.config.turn.clone(), now()),
-            inbox: driver_rx,
+            inbox: ch.driver_rx,
             timeline: Arc::clone(&self.timeline),
             floor: self.floor.clone(),
-            llm: llm_tx,
+            llm: ch.llm_tx,
             stt: stt_rx,
             verdicts: self.models.verdict.clone(),
             ring,
@@ -241,10 +239,80 @@ impl Call {
         self.finish(outcome, Tasks { plain, output }).await
     }
 
+    fn stt_stage(
+        &self,
+        session: SttSession,
+        sender: watch::Sender<Option<brisvox_providers::SttSender>>,
+        driver: mpsc::Sender<DriverInput>,
+    ) -> SttStage {
+        SttStage::new(
+            Arc::clone(&self.providers.stt),
+            session,
+            sender,
+            driver,
+            self.config.limits.stt_reconnects,
+            Arc::clone(&self.failures),
+            self.shutdown.subscribe(),
+        )
+    }
+
+    fn segmenter_stage(
+        &self,
+        inbox: mpsc::Receiver<SegInput>,
+        tts: mpsc::Sender<TtsInput>,
+    ) -> SegmenterStage {
+        SegmenterStage::new(
+            SegmenterConfig::new(self.config.language)
+                .with_first_min_words(self.config.first_chunk_words),
+            inbox,
+            tts,
+            Arc::clone(&self.timeline),
+            self.floor.subscribe(),
+            self.shutdown.subscribe(),
+        )
+    }
+
+    fn output_stage<K: TransportSink>(
+        &self,
+        sink: K,
+        inbox: mpsc::Receiver<OutInput>,
+        driver: mpsc::Sender<DriverInput>,
+    ) -> OutputStage<K> {
+        OutputStage::new(
+            sink,
+            inbox,
+            driver,
+            Arc::clone(&self.timeline),
+            Arc::clone(&self.frames_out),
+            self.floor.subscribe(),
+            self.shutdown.subscribe(),
+        )
+    }
+
+    fn audio_in<S: TransportSource>(
+        &self,
+        source: S,
+        driver: mpsc::Sender<DriverInput>,
+        stt: watch::Receiver<Option<brisvox_providers::SttSender>>,
+        ring: Option<Arc<Mutex<SmartTurnRing>>>,
+    ) -> AudioIn<S> {
+        AudioIn::new(AudioInParts {
+            source,
+            driver,
+            stt,
+            ring,
+            vad: self.models.vad.clone(),
+            vad_params: self.config.vad,
+            speech_dbfs: self.config.energy_vad.speech_dbfs,
+            stats: Arc::clone(&self.audio_stats),
+            shutdown: self.shutdown.subscribe(),
+        })
+    }
+
     fn llm_stage(
         &self,
-        inbox: mpsc::Receiver<crate::stages::llm::LlmInput>,
-        segmenter: mpsc::Sender<crate::stages::segmenter::SegInput>,
+        inbox: mpsc::Receiver<LlmInput>,
+        segmenter: mpsc::Sender<SegInput>,
     ) -> LlmStage {
         LlmStage::new(LlmParts {
             provider: Arc::clone(&self.providers.llm),
@@ -265,8 +333,8 @@ impl Call {
         &self,
         session: Option<TtsSession>,
         config: TtsConfig,
-        inbox: mpsc::Receiver<crate::stages::tts::TtsInput>,
-        output: mpsc::Sender<crate::stages::output::OutInput>,
+        inbox: mpsc::Receiver<TtsInput>,
+        output: mpsc::Sender<OutInput>,
         framer: OutputFramer,
     ) -> TtsParts {
         TtsParts {
