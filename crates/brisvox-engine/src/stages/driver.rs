@@ -228,7 +228,9 @@ impl TurnDriver {
                 .unwrap_or_else(PoisonError::into_inner)
                 .end_turn();
         }
-        if matches!(event, TurnEvent::UserSpeechStart) {
+        // Older turns are finished by now, and their late AudioOutStopped
+        // patches (made right after a barge-in's clear) are in.
+        if event == TurnEvent::TurnEnd {
             self.collect_records();
         }
     }
