@@ -2,29 +2,47 @@
 //! during a stretch where the caller is silent and the bot idle, frames still
 //! flow through AudioIn (ring, VAD windows, the STT session's audio ring) and
 //! the allocator is not called.
-//! (A counting global allocator; paused clock on one thread, energy VAD,
-//! fixed "complete" verdict, fixed mock latencies.)
+//! While an answer plays, the only allocations are the provider's own audio
+//! chunks (the mock TTS hands each chunk over in a `Vec`).
+//! (A counting global allocator, per thread; paused clock on the test's
+//! thread, energy VAD, fixed "complete" verdict, fixed mock latencies.)
 
 mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use brisvox_core::AudioFrame;
 use brisvox_engine::sim::{RecordingSink, SimCaller};
-use brisvox_engine::{Models, run_call};
+use brisvox_engine::{Models, TransportClosed, TransportSink, run_call};
 use common::*;
 
 struct Counting;
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// Allocations made by this thread (each test's runtime runs on its own
+    /// thread, so tests running in parallel do not see each other's).
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count() {
+    // try_with: a thread being torn down has no counter any more.
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
 
 // The workspace denies unsafe code; a global allocator cannot be written
 // without it, so this test opts in. Every method delegates to `System`.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: same contract as the caller's.
         unsafe { System.alloc(layout) }
     }
@@ -35,7 +53,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: same contract as the caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -43,6 +61,52 @@ unsafe impl GlobalAlloc for Counting {
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
+
+/// A sink that keeps nothing (the recording sink's log would allocate).
+struct CountingSink(Arc<AtomicU64>);
+
+impl TransportSink for CountingSink {
+    async fn send_frame(&mut self, _frame: AudioFrame) -> Result<(), TransportClosed> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn clear(&mut self) {}
+}
+
+#[tokio::test(start_paused = true)]
+async fn playing_an_answer_allocates_only_the_providers_chunks() {
+    let fx = fixture("en_two_utterances");
+    let mocks = Mocks::fixed(2);
+    let long = "Sure, ".to_owned() + &"this answer goes on and on ".repeat(6);
+    mocks.llm.push_answer(long.as_str());
+    let sent = Arc::new(AtomicU64::new(0));
+    let call = tokio::spawn(run_call(
+        sim_config(),
+        SimCaller::new(fx.samples[..7_000 * 16].to_vec()),
+        CountingSink(Arc::clone(&sent)),
+        mocks.providers(),
+        Models::energy_and_complete(),
+    ));
+    // The answer starts at ~4.0 s and lasts ~9 s; the LLM is done by ~5.5 s.
+    tokio::time::sleep(Duration::from_millis(5_000)).await;
+    let (allocs, frames, chunks) = (
+        allocations(),
+        sent.load(Ordering::Relaxed),
+        mocks.tts.stats().audio_chunks,
+    );
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let allocs = allocations() - allocs;
+    let frames = sent.load(Ordering::Relaxed) - frames;
+    let chunks = mocks.tts.stats().audio_chunks - chunks;
+    call.await.expect("the call task").expect("a valid config");
+    println!("{allocs} allocations, {frames} frames out, {chunks} TTS chunks");
+    assert!(frames >= 70, "the answer was playing: {frames} frames");
+    assert!(
+        allocs <= chunks,
+        "{allocs} allocations for {chunks} provider chunks"
+    );
+}
 
 #[tokio::test(start_paused = true)]
 async fn a_quiet_stretch_of_frames_allocates_nothing() {
@@ -59,9 +123,9 @@ async fn a_quiet_stretch_of_frames_allocates_nothing() {
     ));
     // The first answer has played out by 5.5 s; the second utterance starts at 7.07 s.
     tokio::time::sleep(Duration::from_millis(5_500)).await;
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations();
     tokio::time::sleep(Duration::from_millis(1_400)).await;
-    let during = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let during = allocations() - before;
     let report = call.await.expect("the call task").expect("a valid config");
     println!("{during} allocations over 70 frames");
     assert!(
