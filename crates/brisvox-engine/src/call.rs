@@ -15,7 +15,7 @@ use brisvox_audio::framer::FramerError;
 use brisvox_core::Epoch;
 use brisvox_core::timeline::TimelineRecorder;
 use brisvox_models::smart_turn::SmartTurnRing;
-use brisvox_providers::{SttConfig, SttSession, TtsConfig, TtsSession};
+use brisvox_providers::{SttSession, TtsConfig, TtsSession};
 use brisvox_text::segment::SegmenterConfig;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
@@ -28,7 +28,7 @@ use crate::stages::driver::{DriverInput, DriverOutcome, DriverParts, TurnDriver}
 use crate::stages::llm::{LlmInput, LlmParts, LlmStage};
 use crate::stages::output::{OutInput, OutputStage};
 use crate::stages::segmenter::{SegInput, SegmenterStage};
-use crate::stages::stt::SttStage;
+use crate::stages::stt::{FINALIZE_CAPACITY, SttParts, SttStage};
 use crate::stages::tts::{TtsInput, TtsParts, TtsStage};
 use crate::stages::{SharedTimeline, now};
 use crate::transport::{TransportSink, TransportSource};
@@ -68,7 +68,7 @@ where
 {
     config.validate()?;
     let framer = OutputFramer::new(
-        config.tts_rate_hz,
+        config.tts.sample_rate_hz,
         config.output_rate_hz,
         config.output_frame_ms,
     )?;
@@ -76,8 +76,7 @@ where
     let Some(stt) = connect_stt(&providers, &config, &failures).await else {
         return Ok(empty_report(CallEnd::SttLost, &failures));
     };
-    let mut tts_config = TtsConfig::default();
-    tts_config.sample_rate_hz = config.tts_rate_hz;
+    let tts_config = config.tts.clone();
     let tts = match providers.tts.connect(tts_config.clone()).await {
         Ok(session) => Some(session),
         Err(error) => {
@@ -96,7 +95,7 @@ async fn connect_stt(
     failures: &FailureBook,
 ) -> Option<SttSession> {
     for _ in 0..=config.limits.stt_reconnects {
-        match providers.stt.connect(SttConfig::default()).await {
+        match providers.stt.connect(config.stt.clone()).await {
             Ok(session) => return Some(session),
             Err(error) => failures.count(ProviderStage::Stt, error.kind()),
         }
@@ -212,7 +211,8 @@ impl Call {
             VerdictSource::Fixed(_) => None,
         };
         let (stt_tx, stt_rx) = watch::channel(None);
-        let stt_stage = self.stt_stage(stt, stt_tx, ch.driver_tx.clone());
+        let (finalize_tx, finalize_rx) = mpsc::channel(FINALIZE_CAPACITY);
+        let stt_stage = self.stt_stage(stt, stt_tx, finalize_rx, ch.driver_tx.clone());
         let tts_parts = self.tts_parts(tts, tts_config, ch.tts_rx, ch.out_tx, framer);
         let plain = vec![
             tokio::spawn(stt_stage.run()),
@@ -231,7 +231,7 @@ impl Call {
             timeline: Arc::clone(&self.timeline),
             floor: self.floor.clone(),
             llm: ch.llm_tx,
-            stt: stt_rx,
+            finalize: finalize_tx,
             verdicts: self.models.verdict.clone(),
             ring,
         });
@@ -243,17 +243,20 @@ impl Call {
         &self,
         session: SttSession,
         sender: watch::Sender<Option<brisvox_providers::SttSender>>,
+        finalize: mpsc::Receiver<()>,
         driver: mpsc::Sender<DriverInput>,
     ) -> SttStage {
-        SttStage::new(
-            Arc::clone(&self.providers.stt),
+        SttStage::new(SttParts {
+            provider: Arc::clone(&self.providers.stt),
+            config: self.config.stt.clone(),
             session,
             sender,
+            finalize,
             driver,
-            self.config.limits.stt_reconnects,
-            Arc::clone(&self.failures),
-            self.shutdown.subscribe(),
-        )
+            reconnects: self.config.limits.stt_reconnects,
+            failures: Arc::clone(&self.failures),
+            shutdown: self.shutdown.subscribe(),
+        })
     }
 
     fn segmenter_stage(

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use brisvox_models::vad::detector::VadParams;
+use brisvox_providers::{SttConfig, TtsConfig};
 use brisvox_text::Language;
+
+use brisvox_core::frame::INTERNAL_RATE_HZ;
 
 use crate::turn::{TurnConfig, TurnConfigError};
 
@@ -94,8 +97,11 @@ pub struct EngineConfig {
     pub output_rate_hz: u32,
     /// Duration of an outgoing frame, in milliseconds.
     pub output_frame_ms: u32,
-    /// Rate asked of the TTS, in Hz.
-    pub tts_rate_hz: u32,
+    /// How the STT session is opened (its rate must be 16 kHz: the engine
+    /// sends its internal frames).
+    pub stt: SttConfig,
+    /// How the TTS session is opened (voice, model, language, rate asked for).
+    pub tts: TtsConfig,
     /// The agent's system message.
     pub system_prompt: Arc<str>,
     /// Language of the conversation (segmenter and normaliser tables).
@@ -120,7 +126,8 @@ impl Default for EngineConfig {
             vad: VadParams::default(),
             output_rate_hz: 16_000,
             output_frame_ms: 20,
-            tts_rate_hz: 24_000,
+            stt: SttConfig::default(),
+            tts: TtsConfig::default(),
             system_prompt: Arc::from("You are a helpful voice assistant. Answer briefly."),
             language: Language::En,
             first_chunk_words: brisvox_text::segment::FIRST_MIN_WORDS_EN,
@@ -165,6 +172,12 @@ pub enum EngineConfigError {
         /// The speech threshold.
         positive: f32,
     },
+    /// The STT must take the engine's internal rate.
+    #[error("stt.sample_rate_hz must be 16000 (the engine's internal rate), got {rate_hz}")]
+    SttRate {
+        /// The rate asked for.
+        rate_hz: u32,
+    },
     /// The energy VAD threshold is not a level below full scale.
     #[error("energy_vad.speech_dbfs must be below 0 dBFS, got {0}")]
     EnergyThreshold(f32),
@@ -182,7 +195,12 @@ impl EngineConfig {
             }
         };
         positive(u64::from(self.output_rate_hz), "output_rate_hz")?;
-        positive(u64::from(self.tts_rate_hz), "tts_rate_hz")?;
+        positive(u64::from(self.tts.sample_rate_hz), "tts.sample_rate_hz")?;
+        if self.stt.sample_rate_hz != INTERNAL_RATE_HZ {
+            return Err(EngineConfigError::SttRate {
+                rate_hz: self.stt.sample_rate_hz,
+            });
+        }
         positive(self.first_chunk_words as u64, "first_chunk_words")?;
         positive(self.max_history_messages as u64, "max_history_messages")?;
         positive(

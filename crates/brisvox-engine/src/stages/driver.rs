@@ -6,7 +6,7 @@
 //! never slept on) or the next input.
 //!
 //! Actions: marks go to the shared timeline (a `TurnEnd` also ends the turn in
-//! the Smart Turn ring); `FinalizeStt` goes to the current STT sender;
+//! the Smart Turn ring); `FinalizeStt` goes to the STT stage (never waited on);
 //! `RequestVerdict` runs the [`VerdictSource`] (a fixed verdict is answered at
 //! once; a Smart Turn analysis runs on its pool, and on an inline pool its
 //! result is taken as soon as it is submitted); responses go to the LLM stage;
@@ -22,7 +22,6 @@ use brisvox_models::pool::{JobHandle, PoolError, Priority};
 use brisvox_models::smart_turn::{
     RING_SAMPLES, SmartTurnError, SmartTurnRing, Verdict as ModelVerdict,
 };
-use brisvox_providers::SttSender;
 use tokio::sync::{mpsc, watch};
 
 use super::llm::LlmInput;
@@ -76,7 +75,7 @@ pub(crate) struct TurnDriver {
     timeline: SharedTimeline,
     floor: watch::Sender<Epoch>,
     llm: mpsc::Sender<LlmInput>,
-    stt: watch::Receiver<Option<SttSender>>,
+    finalize: mpsc::Sender<()>,
     verdicts: VerdictSource,
     ring: Option<Arc<Mutex<SmartTurnRing>>>,
     /// The analysis in flight on a threaded pool.
@@ -94,7 +93,8 @@ pub(crate) struct DriverParts {
     pub(crate) timeline: SharedTimeline,
     pub(crate) floor: watch::Sender<Epoch>,
     pub(crate) llm: mpsc::Sender<LlmInput>,
-    pub(crate) stt: watch::Receiver<Option<SttSender>>,
+    /// Finalize requests to the STT stage (never waited on).
+    pub(crate) finalize: mpsc::Sender<()>,
     pub(crate) verdicts: VerdictSource,
     pub(crate) ring: Option<Arc<Mutex<SmartTurnRing>>>,
 }
@@ -112,7 +112,7 @@ impl TurnDriver {
             timeline: parts.timeline,
             floor: parts.floor,
             llm: parts.llm,
-            stt: parts.stt,
+            finalize: parts.finalize,
             verdicts: parts.verdicts,
             ring: parts.ring,
             analysis: None,
@@ -192,7 +192,10 @@ impl TurnDriver {
         while let Some(action) = self.machine.poll_action() {
             match action {
                 Action::Mark(epoch, event, at) => self.on_mark(epoch, event, at),
-                Action::FinalizeStt => self.finalize_stt().await,
+                // A full queue means a stalled session: the final timeout covers it.
+                Action::FinalizeStt => {
+                    let _ = self.finalize.try_send(());
+                }
                 Action::RequestVerdict { stop, .. } => self.request_verdict(stop),
                 Action::StartResponse { epoch, user_text } => {
                     self.send_llm(LlmInput::Start { epoch, user_text }).await;
@@ -244,14 +247,6 @@ impl TurnDriver {
                 self.records_dropped += 1;
             }
             self.records.push(record);
-        }
-    }
-
-    async fn finalize_stt(&mut self) {
-        let sender = self.stt.borrow().clone();
-        if let Some(sender) = sender {
-            // A closed session answers nothing: the machine's final timeout covers it.
-            let _ = sender.finalize().await;
         }
     }
 

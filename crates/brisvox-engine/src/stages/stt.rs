@@ -1,7 +1,11 @@
-//! The STT stage: the session's transcript events to the turn driver, and the
-//! session's life.
+//! The STT stage: the session's transcript events to the turn driver, the
+//! driver's Finalize requests to the session, and the session's life.
 //!
-//! The stage reads the session's events and forwards interims and finals. A
+//! The stage reads the session's events and forwards interims and finals. The
+//! driver asks for a Finalize through a small queue it never waits on
+//! ([`FINALIZE_CAPACITY`]; a full queue means the session is stalled, and the
+//! request is dropped: the machine's final timeout covers the turn); the
+//! stage hands it to the session, waiting for room there if it must. A
 //! provider error is counted; when the session ends (closed or gone) the stage
 //! withdraws the sender (AudioIn then counts its frames as dropped, the turn
 //! machine's final timeout ends a waiting turn), reconnects up to
@@ -20,40 +24,51 @@ use super::driver::DriverInput;
 use super::shutdown;
 use crate::report::{FailureBook, ProviderStage};
 
+/// Finalize requests that may wait for the STT stage.
+pub(crate) const FINALIZE_CAPACITY: usize = 4;
+
 /// The STT stage actor.
 pub(crate) struct SttStage {
     provider: Arc<dyn SttProvider>,
     config: SttConfig,
     events: Option<SttEvents>,
     sender: watch::Sender<Option<SttSender>>,
+    finalize: mpsc::Receiver<()>,
     driver: mpsc::Sender<DriverInput>,
     reconnects_left: u32,
     failures: Arc<FailureBook>,
     shutdown: watch::Receiver<bool>,
 }
 
+/// What the STT stage is built from.
+pub(crate) struct SttParts {
+    pub(crate) provider: Arc<dyn SttProvider>,
+    pub(crate) config: SttConfig,
+    pub(crate) session: SttSession,
+    /// Where the current session's sender is published (AudioIn reads it).
+    pub(crate) sender: watch::Sender<Option<SttSender>>,
+    pub(crate) finalize: mpsc::Receiver<()>,
+    pub(crate) driver: mpsc::Sender<DriverInput>,
+    pub(crate) reconnects: u32,
+    pub(crate) failures: Arc<FailureBook>,
+    pub(crate) shutdown: watch::Receiver<bool>,
+}
+
 impl SttStage {
-    /// The stage around a connected session; its sender is published on `sender`.
-    pub(crate) fn new(
-        provider: Arc<dyn SttProvider>,
-        session: SttSession,
-        sender: watch::Sender<Option<SttSender>>,
-        driver: mpsc::Sender<DriverInput>,
-        reconnects: u32,
-        failures: Arc<FailureBook>,
-        shutdown: watch::Receiver<bool>,
-    ) -> Self {
-        let (tx, events) = session.split();
-        sender.send_replace(Some(tx));
+    /// The stage around a connected session; its sender is published at once.
+    pub(crate) fn new(parts: SttParts) -> Self {
+        let (tx, events) = parts.session.split();
+        parts.sender.send_replace(Some(tx));
         SttStage {
-            provider,
-            config: SttConfig::default(),
+            provider: parts.provider,
+            config: parts.config,
             events: Some(events),
-            sender,
-            driver,
-            reconnects_left: reconnects,
-            failures,
-            shutdown,
+            sender: parts.sender,
+            finalize: parts.finalize,
+            driver: parts.driver,
+            reconnects_left: parts.reconnects,
+            failures: parts.failures,
+            shutdown: parts.shutdown,
         }
     }
 
@@ -63,6 +78,10 @@ impl SttStage {
             let event = tokio::select! {
                 biased;
                 () = shutdown(&mut self.shutdown) => break,
+                Some(()) = self.finalize.recv() => {
+                    self.on_finalize().await;
+                    continue;
+                }
                 event = next_event(&mut self.events) => event,
             };
             if !self.on_event(event).await {
@@ -71,6 +90,19 @@ impl SttStage {
         }
         // Dropping the last senders ends the provider's session.
         self.sender.send_replace(None);
+    }
+
+    /// Hands a Finalize to the current session (none: the session is being
+    /// replaced, and the final timeout covers the turn).
+    async fn on_finalize(&mut self) {
+        let sender = self.sender.borrow().clone();
+        if let Some(sender) = sender {
+            tokio::select! {
+                biased;
+                () = shutdown(&mut self.shutdown) => {}
+                _ = sender.finalize() => {}
+            }
+        }
     }
 
     /// One event (`None`: the session is gone). Returns false to stop.
