@@ -1,4 +1,4 @@
-//! The command line: `brisvox check FILE`, `brisvox models fetch`.
+//! The command line: `brisvox serve`, `brisvox check FILE`, `brisvox models fetch`.
 
 use std::path::PathBuf;
 
@@ -18,6 +18,18 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Serve calls: /call, /twilio, /healthz, /readyz, /metrics.
+    Serve {
+        /// The agent file (TOML). Without it every default applies: MOCK providers.
+        #[arg(long)]
+        agent: Option<PathBuf>,
+        /// Address to listen on (overrides [server] bind).
+        #[arg(long)]
+        bind: Option<std::net::SocketAddr>,
+        /// Log options.
+        #[command(flatten)]
+        log: LogArgs,
+    },
     /// Validate an agent file and print the resolved settings (secrets redacted).
     Check {
         /// The agent file (TOML).

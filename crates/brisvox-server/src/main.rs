@@ -1,14 +1,22 @@
-//! The `brisvox` binary: see `brisvox --help` and `docs/AGENT_FILE.md`.
+//! The `brisvox` binary: see `brisvox --help`, `docs/AGENT_FILE.md` and
+//! `docs/WEBSOCKET_PROTOCOL.md`.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use anyhow::Context as _;
+use brisvox_server::admission::NoPoolPressure;
 use brisvox_server::agent::{AgentSettings, process_env};
-use brisvox_server::cli::{Cli, Command, ModelsAction};
+use brisvox_server::cli::{Cli, Command, LogArgs, ModelsAction};
+use brisvox_server::handler::{CallHandler, EchoCallHandler};
+use brisvox_server::serve::{ServerConfig, serve_until_signal};
 use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Serve { agent, bind, log } => serve(agent, bind, log),
         Command::Check { file } => check(&file),
         Command::Models {
             action: ModelsAction::Fetch { dest },
@@ -23,8 +31,53 @@ fn main() -> ExitCode {
     }
 }
 
+/// The call handler. Integration point: the engine's `run_call` goes here.
+/// Until it is linked, calls are echoed (a test double, said loudly).
+fn call_handler() -> Arc<dyn CallHandler> {
+    tracing::warn!(
+        "no call engine is linked into this build: calls are ECHOED back (test double, not the product)"
+    );
+    Arc::new(EchoCallHandler)
+}
+
+/// `brisvox serve`.
+fn serve(
+    agent: Option<PathBuf>,
+    bind: Option<std::net::SocketAddr>,
+    log: LogArgs,
+) -> anyhow::Result<()> {
+    brisvox_server::logging::init(log.log_format);
+    let settings = match &agent {
+        Some(path) => AgentSettings::load(path, &process_env)?,
+        None => AgentSettings::mock_defaults(),
+    };
+    if settings.uses_mock() {
+        tracing::warn!("MOCK providers selected: no real speech recognition, LLM or voice");
+    }
+    let bind = match bind {
+        Some(b) => b,
+        None => settings.server.bind.parse().context("server.bind")?,
+    };
+    let config = ServerConfig {
+        agent: Arc::new(settings),
+        bind,
+        handler: call_handler(),
+        pressure: Box::new(NoPoolPressure),
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let report = runtime
+        .block_on(serve_until_signal(config))
+        .with_context(|| format!("cannot serve on {bind}"))?;
+    tracing::info!(
+        calls_at_start = report.calls_at_start,
+        calls_ended = report.calls_ended,
+        "stopped"
+    );
+    Ok(())
+}
+
 /// `brisvox check FILE`: the resolved settings on stdout, secrets redacted.
-fn check(file: &std::path::Path) -> anyhow::Result<()> {
+fn check(file: &Path) -> anyhow::Result<()> {
     let settings = AgentSettings::load(file, &process_env)?;
     println!("# {}: valid", file.display());
     if settings.uses_mock() {

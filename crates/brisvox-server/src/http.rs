@@ -1,0 +1,328 @@
+//! The HTTP side: routes, shared state, auth, and the call driver.
+//!
+//! Routes: `/healthz` (the process is up), `/readyz` (it takes calls: 200, or
+//! 503 while draining, full or under pool pressure), `/metrics` (Prometheus
+//! text), `/call` (brisvox protocol) and `/twilio` (Twilio Media Streams).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::ws::{WebSocket, WebSocketUpgrade};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use brisvox_transport::DecoderLimits;
+use brisvox_transport::brisvox_ws::{DEFAULT_MAX_TEXT_BYTES, ServerEvent};
+use tokio::sync::{mpsc, watch};
+
+use crate::admission::{Admission, CallPermit, Refusal};
+use crate::agent::{AgentSettings, RouteAuth, TokenPlacement};
+use crate::handler::{CallHandler, CallStart, call_channels};
+use crate::metrics::ServerMetrics;
+use crate::session::{Outcome, WRITER_CMD_QUEUE, Wire, WriterCmd, run_writer};
+use crate::ws_call::CallIo;
+
+/// How long a handler may take to return after its input closed before its
+/// task is aborted.
+pub const HANDLER_EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// How long the writer may take to flush and close.
+pub const WRITER_EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// State shared by every route.
+pub struct AppState {
+    /// The agent.
+    pub agent: Arc<AgentSettings>,
+    /// Runs each call.
+    pub handler: Arc<dyn CallHandler>,
+    /// Admission control.
+    pub admission: Arc<Admission>,
+    /// Metrics.
+    pub metrics: ServerMetrics,
+    /// Size limits of the brisvox decoder.
+    pub limits: DecoderLimits,
+    /// Turns true when running calls must end (drain grace over).
+    pub end_calls: watch::Receiver<bool>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("admission", &self.admission)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// Decoder limits from `[server] max_message_bytes`.
+    pub fn limits_for(agent: &AgentSettings) -> DecoderLimits {
+        let max = agent.server.max_message_bytes;
+        DecoderLimits {
+            max_text_bytes: DEFAULT_MAX_TEXT_BYTES.min(max),
+            max_binary_bytes: max,
+            max_pending_audio_bytes: max + 1920,
+        }
+    }
+
+    /// Counts a finished (or never started) call and frees its slot.
+    pub(crate) fn finish(&self, outcome: Outcome, permit: CallPermit) {
+        self.metrics
+            .calls_total
+            .with_label_values(&[outcome.label()])
+            .inc();
+        self.metrics.active_calls.dec();
+        tracing::info!(outcome = outcome.label(), "call finished");
+        drop(permit);
+    }
+
+    /// The websocket's own limit: above ours, so that our decoder sees an
+    /// oversized message and answers with an `error` event; far above it the
+    /// socket layer cuts the connection.
+    fn socket_limit(&self) -> usize {
+        2 * self.limits.max_binary_bytes.max(self.limits.max_text_bytes) + 64 * 1024
+    }
+}
+
+/// The router over `state`.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/call", get(call_route))
+        .route("/twilio", get(twilio_route))
+        .with_state(state)
+}
+
+async fn readyz(State(state): State<Arc<AppState>>) -> Response {
+    if state.admission.is_ready() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else if state.admission.is_draining() {
+        (StatusCode::SERVICE_UNAVAILABLE, "draining\n").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "full\n").into_response()
+    }
+}
+
+async fn metrics(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    if !authorized(state.agent.server.auth.metrics.as_ref(), &headers, &query) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    state
+        .metrics
+        .active_calls
+        .set(state.admission.active() as i64);
+    let body = state.metrics.render();
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+/// True when the route is open or the request carries its token.
+fn authorized(
+    auth: Option<&RouteAuth>,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+) -> bool {
+    let Some(auth) = auth else { return true };
+    let Some(expected) = auth.token.secret() else {
+        return false;
+    };
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let query = query.get("token").map(String::as_str);
+    let offered = match auth.accept {
+        TokenPlacement::Bearer => bearer,
+        TokenPlacement::Query => query,
+        TokenPlacement::BearerOrQuery => bearer.or(query),
+    };
+    offered.is_some_and(|t| constant_time_eq(t.as_bytes(), expected.expose().as_bytes()))
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Which route a call came in on.
+#[derive(Debug, Clone, Copy)]
+enum Route {
+    Call,
+    Twilio,
+}
+
+async fn call_route(
+    state: State<Arc<AppState>>,
+    headers: HeaderMap,
+    query: Query<HashMap<String, String>>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    accept(Route::Call, state.0, &headers, &query.0, ws)
+}
+
+async fn twilio_route(
+    state: State<Arc<AppState>>,
+    headers: HeaderMap,
+    query: Query<HashMap<String, String>>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    accept(Route::Twilio, state.0, &headers, &query.0, ws)
+}
+
+fn accept(
+    route: Route,
+    state: Arc<AppState>,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let auth = match route {
+        Route::Call => state.agent.server.auth.call.as_ref(),
+        Route::Twilio => state.agent.server.auth.twilio.as_ref(),
+    };
+    if !authorized(auth, headers, query) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let limit = state.socket_limit();
+    let ws = ws.max_message_size(limit).max_frame_size(limit);
+    let admitted = state.admission.try_admit();
+    ws.on_upgrade(move |socket| async move {
+        match admitted {
+            Ok(permit) => {
+                state.metrics.active_calls.inc();
+                match route {
+                    Route::Call => crate::ws_call::run(socket, state, permit).await,
+                    Route::Twilio => crate::ws_twilio::run(socket, state, permit).await,
+                }
+            }
+            Err(refusal) => refuse_call(socket, &state, route, refusal).await,
+        }
+    })
+}
+
+async fn refuse_call(socket: WebSocket, state: &AppState, route: Route, refusal: Refusal) {
+    use futures_util::StreamExt;
+    state
+        .metrics
+        .refused_total
+        .with_label_values(&[refusal.code()])
+        .inc();
+    tracing::info!(reason = refusal.code(), "call refused");
+    let (mut sink, _stream) = socket.split();
+    let code = match refusal {
+        Refusal::Draining => 1001,
+        _ => 1013,
+    };
+    if let Route::Call = route {
+        let ev = ServerEvent::Error {
+            code: refusal.code().to_owned(),
+            message: refusal.to_string(),
+        };
+        let _ = futures_util::SinkExt::send(
+            &mut sink,
+            axum::extract::ws::Message::Text(ev.to_json().into()),
+        )
+        .await;
+        let end = ServerEvent::End {
+            reason: refusal.code().to_owned(),
+        };
+        let _ = futures_util::SinkExt::send(
+            &mut sink,
+            axum::extract::ws::Message::Text(end.to_json().into()),
+        )
+        .await;
+    }
+    crate::session::send_close(&mut sink, code, refusal.code()).await;
+}
+
+/// Runs an admitted, started call: spawns the writer and the handler, runs the
+/// transport's `reader` until the call ends from any side, then closes.
+pub(crate) async fn drive_call<W, F, Fut>(
+    state: &Arc<AppState>,
+    start: CallStart,
+    wire: W,
+    reader: F,
+) -> Outcome
+where
+    W: Wire,
+    F: FnOnce(CallIo) -> Fut,
+    Fut: Future<Output = Outcome> + Send,
+{
+    let (input, output, chans) = call_channels();
+    let (cmd_tx, cmd_rx) = mpsc::channel(WRITER_CMD_QUEUE);
+    let writer = tokio::spawn(run_writer(
+        wire,
+        chans.out_rx,
+        cmd_rx,
+        chans.generation,
+        state.metrics.clone(),
+    ));
+    let mut handler = tokio::spawn(state.handler.run_call(start, input, output));
+    let io = CallIo {
+        frame_tx: chans.frame_tx,
+        control_tx: chans.control_tx,
+        cmd_tx: cmd_tx.clone(),
+        state: state.clone(),
+    };
+    let mut reader = Box::pin(reader(io));
+    let mut end_calls = state.end_calls.clone();
+    let max = Duration::from_secs(u64::from(state.agent.limits.max_call_duration_s));
+    let (outcome, handler_result) = tokio::select! {
+        o = &mut reader => (o, None),
+        r = &mut handler => (handler_outcome(&r), Some(r)),
+        _ = end_calls.wait_for(|end| *end) => (Outcome::Drained, None),
+        () = tokio::time::sleep(max) => (Outcome::MaxDuration, None),
+    };
+    drop(reader); // closes the call's input: the handler sees the end
+    let handler_result = match handler_result {
+        Some(r) => r,
+        None => match tokio::time::timeout(HANDLER_EXIT_GRACE, &mut handler).await {
+            Ok(r) => r,
+            Err(_) => {
+                tracing::warn!("the call handler did not return after its input closed; aborted");
+                handler.abort();
+                Ok(Ok(()))
+            }
+        },
+    };
+    if let Ok(Err(failed)) | Err(failed) = handler_result.map_err(|e| crate::handler::CallFailed {
+        reason: e.to_string(),
+    }) {
+        let ev = ServerEvent::Error {
+            code: "call_failed".into(),
+            message: failed.reason,
+        };
+        let _ = cmd_tx.send(WriterCmd::Event(ev)).await;
+    }
+    let reason = (outcome != Outcome::Disconnected).then(|| outcome.label().to_owned());
+    let _ = cmd_tx
+        .send(WriterCmd::Close {
+            reason,
+            code: outcome.close_code(),
+        })
+        .await;
+    if tokio::time::timeout(WRITER_EXIT_GRACE, writer)
+        .await
+        .is_err()
+    {
+        tracing::warn!("the socket writer did not finish in time");
+    }
+    outcome
+}
+
+fn handler_outcome(
+    r: &Result<Result<(), crate::handler::CallFailed>, tokio::task::JoinError>,
+) -> Outcome {
+    match r {
+        Ok(Ok(())) => Outcome::Completed,
+        _ => Outcome::HandlerError,
+    }
+}

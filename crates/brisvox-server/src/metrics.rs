@@ -1,0 +1,209 @@
+//! Prometheus metrics for `/metrics`, in their own registry.
+//!
+//! Gauges and counters the server updates itself (active calls, calls by
+//! outcome, refusals, dropped input frames) and histograms ready for the engine
+//! to feed (per-turn metrics in ms, pool queue depth, VAD batch size, output
+//! underruns).
+
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
+};
+
+/// Bucket bounds of the per-turn histograms, in ms.
+pub const TURN_MS_BUCKETS: [f64; 14] = [
+    10.0, 25.0, 50.0, 100.0, 200.0, 300.0, 500.0, 750.0, 1000.0, 1500.0, 2000.0, 3000.0, 5000.0,
+    10000.0,
+];
+
+/// The names of the per-turn metrics (label `metric` of `brisvox_turn_ms`).
+pub const TURN_METRICS: [&str; 6] = [
+    "end_of_turn_delay",
+    "stt_final_delay",
+    "llm_ttft",
+    "tts_ttfb",
+    "response_latency",
+    "time_to_silence",
+];
+
+/// Every `outcome` label of `brisvox_calls_total` (pre-set to 0).
+pub const CALL_OUTCOMES: [&str; 8] = [
+    "completed",
+    "client_end",
+    "disconnected",
+    "protocol_error",
+    "handler_error",
+    "max_duration",
+    "server_draining",
+    "start_timeout",
+];
+
+/// Every `reason` label of `brisvox_calls_refused_total` (pre-set to 0).
+pub const REFUSAL_REASONS: [&str; 2] = ["server_full", "server_draining"];
+
+/// The server's metrics.
+#[derive(Debug, Clone)]
+pub struct ServerMetrics {
+    registry: Registry,
+    /// Calls running now.
+    pub active_calls: IntGauge,
+    /// Finished calls by `outcome`.
+    pub calls_total: IntCounterVec,
+    /// Refused calls by `reason`.
+    pub refused_total: IntCounterVec,
+    /// Per-turn metrics in ms, by `metric` (see [`TURN_METRICS`]).
+    pub turn_ms: HistogramVec,
+    /// Inference pool queue depth, observed per job.
+    pub pool_queue_depth: Histogram,
+    /// Windows per VAD batch.
+    pub vad_batch_size: Histogram,
+    /// Output frames the pacer found missing (underruns).
+    pub audio_underruns_total: IntCounter,
+    /// Caller frames dropped because the handler fell behind.
+    pub input_frames_dropped_total: IntCounter,
+}
+
+impl ServerMetrics {
+    /// Registers every metric in a fresh registry.
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let m = Self {
+            active_calls: IntGauge::new("brisvox_active_calls", "Calls running now.")
+                .unwrap_or_else(bug),
+            calls_total: IntCounterVec::new(
+                Opts::new("brisvox_calls_total", "Finished calls by outcome."),
+                &["outcome"],
+            )
+            .unwrap_or_else(bug),
+            refused_total: IntCounterVec::new(
+                Opts::new("brisvox_calls_refused_total", "Refused calls by reason."),
+                &["reason"],
+            )
+            .unwrap_or_else(bug),
+            turn_ms: HistogramVec::new(
+                HistogramOpts::new("brisvox_turn_ms", "Per-turn metrics in milliseconds.")
+                    .buckets(TURN_MS_BUCKETS.to_vec()),
+                &["metric"],
+            )
+            .unwrap_or_else(bug),
+            pool_queue_depth: Histogram::with_opts(
+                HistogramOpts::new("brisvox_pool_queue_depth", "Inference pool queue depth.")
+                    .buckets(vec![
+                        0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+                    ]),
+            )
+            .unwrap_or_else(bug),
+            vad_batch_size: Histogram::with_opts(
+                HistogramOpts::new("brisvox_vad_batch_size", "VAD windows per batch.")
+                    .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]),
+            )
+            .unwrap_or_else(bug),
+            audio_underruns_total: IntCounter::new(
+                "brisvox_audio_underruns_total",
+                "Output frames missing when due.",
+            )
+            .unwrap_or_else(bug),
+            input_frames_dropped_total: IntCounter::new(
+                "brisvox_input_frames_dropped_total",
+                "Caller frames dropped because the call fell behind.",
+            )
+            .unwrap_or_else(bug),
+            registry,
+        };
+        m.register_all();
+        m
+    }
+
+    fn register_all(&self) {
+        // Labelled series appear in the exposition from the start, at zero.
+        for name in TURN_METRICS {
+            self.turn_ms.with_label_values(&[name]);
+        }
+        for outcome in CALL_OUTCOMES {
+            self.calls_total.with_label_values(&[outcome]);
+        }
+        for reason in REFUSAL_REASONS {
+            self.refused_total.with_label_values(&[reason]);
+        }
+        let collectors: [Box<dyn prometheus::core::Collector>; 8] = [
+            Box::new(self.active_calls.clone()),
+            Box::new(self.calls_total.clone()),
+            Box::new(self.refused_total.clone()),
+            Box::new(self.turn_ms.clone()),
+            Box::new(self.pool_queue_depth.clone()),
+            Box::new(self.vad_batch_size.clone()),
+            Box::new(self.audio_underruns_total.clone()),
+            Box::new(self.input_frames_dropped_total.clone()),
+        ];
+        for c in collectors {
+            self.registry.register(c).unwrap_or_else(bug);
+        }
+    }
+
+    /// Records one finished turn's metrics (ms); unknown ones are `None`.
+    pub fn observe_turn(&self, metrics: &brisvox_transport::brisvox_ws::TurnMetricsMs) {
+        let values = [
+            metrics.end_of_turn_delay_ms,
+            metrics.stt_final_delay_ms,
+            metrics.llm_ttft_ms,
+            metrics.tts_ttfb_ms,
+            metrics.response_latency_ms,
+            metrics.time_to_silence_ms,
+        ];
+        for (name, v) in TURN_METRICS.iter().zip(values) {
+            if let Some(v) = v {
+                self.turn_ms.with_label_values(&[*name]).observe(v);
+            }
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        // Cannot fail: the text encoder writes into a Vec, and the metric
+        // names are fixed and valid.
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut buf)
+            .unwrap_or_else(bug);
+        String::from_utf8(buf).unwrap_or_else(bug)
+    }
+}
+
+impl Default for ServerMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The metric definitions above are constants: an error building or
+/// registering them is a bug in this file, caught by the unit test below.
+fn bug<T, E: std::fmt::Debug>(e: E) -> T {
+    panic!("metric definition bug: {e:?}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_renders() {
+        let m = ServerMetrics::new();
+        m.active_calls.set(3);
+        m.calls_total.with_label_values(&["completed"]).inc();
+        m.observe_turn(&brisvox_transport::brisvox_ws::TurnMetricsMs {
+            llm_ttft_ms: Some(350.0),
+            ..Default::default()
+        });
+        let text = m.render();
+        for name in [
+            "brisvox_active_calls 3",
+            "brisvox_calls_total{outcome=\"completed\"} 1",
+            "brisvox_turn_ms_bucket{metric=\"llm_ttft\",le=\"500\"} 1",
+            "brisvox_pool_queue_depth_bucket",
+            "brisvox_vad_batch_size_bucket",
+            "brisvox_audio_underruns_total 0",
+        ] {
+            assert!(text.contains(name), "{name} missing in\n{text}");
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Starting, running and draining the server.
+//!
+//! [`start`] binds the listener and serves the router on a task; the returned
+//! [`RunningServer`] drains it: stop admitting (readiness false), wait for the
+//! calls up to the grace period, end the rest, stop the listener.
+//! [`serve_until_signal`] is `brisvox serve`: start, wait for SIGTERM or
+//! ctrl-c, drain.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+
+use crate::admission::{Admission, PoolPressure};
+use crate::agent::AgentSettings;
+use crate::handler::CallHandler;
+use crate::http::{AppState, router};
+use crate::metrics::ServerMetrics;
+
+/// How long calls ended at the end of the grace get to close.
+pub const END_CALLS_GRACE: Duration = Duration::from_secs(5);
+
+/// What the server needs to start.
+pub struct ServerConfig {
+    /// The agent (also the source of `[server]` and `[limits]`).
+    pub agent: Arc<AgentSettings>,
+    /// Where to listen (usually `agent.server.bind` or `--bind`).
+    pub bind: SocketAddr,
+    /// Runs each call.
+    pub handler: Arc<dyn CallHandler>,
+    /// The pool-pressure hook of admission control.
+    pub pressure: Box<dyn PoolPressure>,
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("bind", &self.bind)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A server serving on a task.
+#[derive(Debug)]
+pub struct RunningServer {
+    local_addr: SocketAddr,
+    state: Arc<AppState>,
+    end_calls: watch::Sender<bool>,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+/// How a drain went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrainReport {
+    /// Calls running when the drain began.
+    pub calls_at_start: usize,
+    /// Calls still running at the end of the grace, then ended by the server.
+    pub calls_ended: usize,
+}
+
+/// Binds and starts serving.
+pub async fn start(config: ServerConfig) -> std::io::Result<RunningServer> {
+    let listener = TcpListener::bind(config.bind).await?;
+    let local_addr = listener.local_addr()?;
+    let (end_tx, end_rx) = watch::channel(false);
+    let max_calls = config.agent.limits.max_calls as usize;
+    let state = Arc::new(AppState {
+        limits: AppState::limits_for(&config.agent),
+        agent: config.agent,
+        handler: config.handler,
+        admission: Admission::new(max_calls, config.pressure),
+        metrics: ServerMetrics::new(),
+        end_calls: end_rx,
+    });
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
+    let app = router(state.clone());
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stop_rx.await;
+            })
+            .await
+    });
+    tracing::info!(%local_addr, max_calls, "listening");
+    Ok(RunningServer {
+        local_addr,
+        state,
+        end_calls: end_tx,
+        stop: stop_tx,
+        task,
+    })
+}
+
+impl RunningServer {
+    /// The bound address (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The shared state (admission, metrics).
+    pub fn state(&self) -> &Arc<AppState> {
+        &self.state
+    }
+
+    /// Drains: readiness false and new calls refused at once; running calls get
+    /// up to `grace`, then are ended (`end` with `server_draining`, close 1001);
+    /// then the listener stops.
+    pub async fn drain(self, grace: Duration) -> DrainReport {
+        let admission = self.state.admission.clone();
+        admission.start_draining();
+        let calls_at_start = admission.active();
+        tracing::info!(
+            calls = calls_at_start,
+            grace_s = grace.as_secs(),
+            "draining"
+        );
+        let mut calls_ended = 0;
+        if tokio::time::timeout(grace, admission.wait_idle())
+            .await
+            .is_err()
+        {
+            calls_ended = admission.active();
+            tracing::warn!(
+                calls = calls_ended,
+                "drain grace over: ending the remaining calls"
+            );
+            let _ = self.end_calls.send(true);
+            let _ = tokio::time::timeout(END_CALLS_GRACE, admission.wait_idle()).await;
+        }
+        let _ = self.stop.send(());
+        match self.task.await {
+            Ok(Err(e)) => tracing::warn!(error = %e, "server stopped with an error"),
+            Err(e) => tracing::warn!(error = %e, "server task failed"),
+            Ok(Ok(())) => {}
+        }
+        tracing::info!("drained");
+        DrainReport {
+            calls_at_start,
+            calls_ended,
+        }
+    }
+}
+
+/// Resolves on SIGTERM or ctrl-c.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!(error = %e, "cannot listen for ctrl-c");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("ctrl-c"),
+        () = term => tracing::info!("SIGTERM"),
+    }
+}
+
+/// `brisvox serve`: raises the open-file limit, starts, waits for a signal,
+/// drains with `[server] drain_grace_s`.
+pub async fn serve_until_signal(config: ServerConfig) -> std::io::Result<DrainReport> {
+    match crate::fd_limit::raise_nofile_limit() {
+        Ok(r) => tracing::info!(
+            before = r.before,
+            after = r.after,
+            "RLIMIT_NOFILE soft limit"
+        ),
+        Err(e) => tracing::warn!(error = %e, "cannot raise RLIMIT_NOFILE"),
+    }
+    let grace = Duration::from_secs(u64::from(config.agent.server.drain_grace_s));
+    let server = start(config).await?;
+    shutdown_signal().await;
+    Ok(server.drain(grace).await)
+}

@@ -1,0 +1,253 @@
+//! The `/call` route: the brisvox websocket protocol (`docs/WEBSOCKET_PROTOCOL.md`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket};
+use brisvox_core::AudioFrame;
+use brisvox_transport::brisvox_ws::ServerEvent;
+use brisvox_transport::{ClientEvent, ClientMessage, ClientMessageDecoder, DecodeError, StartInfo};
+use futures_util::stream::SplitStream;
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::mpsc;
+
+use crate::admission::CallPermit;
+use crate::audio_edge::{InboundAudio, OutboundAudio};
+use crate::handler::{CallControl, CallStart, CallTransport, QueuedFrame};
+use crate::http::AppState;
+use crate::session::{Outcome, Wire, WriterCmd, WsSink, send_close};
+use brisvox_core::frame::INTERNAL_FRAME_SAMPLES;
+
+/// How long a client has to send `start` after the upgrade.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The brisvox protocol's writer: JSON events and binary audio.
+struct BrisvoxWire {
+    sink: WsSink,
+    audio: OutboundAudio,
+}
+
+impl Wire for BrisvoxWire {
+    async fn frame(&mut self, frame: &AudioFrame) -> Result<(), axum::Error> {
+        let bytes = match self.audio.encode(frame) {
+            Ok(b) if !b.is_empty() => b.to_vec(),
+            Ok(_) => return Ok(()),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot resample an answer frame; dropped");
+                return Ok(());
+            }
+        };
+        self.sink.send(Message::Binary(bytes.into())).await
+    }
+
+    async fn clear(&mut self) -> Result<(), axum::Error> {
+        self.audio.reset();
+        self.event(&ServerEvent::Clear).await
+    }
+
+    async fn event(&mut self, ev: &ServerEvent) -> Result<(), axum::Error> {
+        self.sink.send(Message::Text(ev.to_json().into())).await
+    }
+
+    async fn close(mut self, reason: Option<String>, code: u16) {
+        if let Some(reason) = reason {
+            let _ = self
+                .event(&ServerEvent::End {
+                    reason: reason.clone(),
+                })
+                .await;
+        }
+        send_close(&mut self.sink, code, "").await;
+    }
+}
+
+fn error_event(e: &DecodeError) -> ServerEvent {
+    ServerEvent::Error {
+        code: e.code().to_owned(),
+        message: e.to_string(),
+    }
+}
+
+async fn send_event(sink: &mut WsSink, ev: &ServerEvent) {
+    let _ = sink.send(Message::Text(ev.to_json().into())).await;
+}
+
+/// Ends a connection before the call started: `error` (if any), `end`, close.
+async fn refuse(sink: &mut WsSink, error: Option<ServerEvent>, reason: &str, code: u16) {
+    if let Some(ev) = error {
+        send_event(sink, &ev).await;
+    }
+    send_event(
+        sink,
+        &ServerEvent::End {
+            reason: reason.to_owned(),
+        },
+    )
+    .await;
+    send_close(sink, code, reason).await;
+}
+
+/// Reads until a valid `start`; `Err` is the outcome when the call never starts.
+async fn wait_for_start(
+    stream: &mut SplitStream<WebSocket>,
+    sink: &mut WsSink,
+    decoder: &mut ClientMessageDecoder,
+) -> Result<StartInfo, Outcome> {
+    let deadline = tokio::time::sleep(START_TIMEOUT);
+    tokio::pin!(deadline);
+    loop {
+        let msg = tokio::select! {
+            msg = stream.next() => msg,
+            () = &mut deadline => {
+                let ev = ServerEvent::Error { code: "start_timeout".into(), message: format!("no start message within {} s", START_TIMEOUT.as_secs()) };
+                refuse(sink, Some(ev), "start_timeout", Outcome::StartTimeout.close_code()).await;
+                return Err(Outcome::StartTimeout);
+            }
+        };
+        let res = match msg {
+            Some(Ok(Message::Text(t))) => decoder.decode(ClientMessage::Text(t.as_str())),
+            Some(Ok(Message::Binary(b))) => decoder.decode(ClientMessage::Binary(&b)),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return Err(Outcome::Disconnected),
+        };
+        match res {
+            Ok(ClientEvent::Start(info)) => return Ok(info),
+            Ok(ClientEvent::End { .. }) => {
+                refuse(sink, None, "client_end", 1000).await;
+                return Err(Outcome::ClientEnd);
+            }
+            Ok(_) => continue,
+            Err(e) if !e.is_fatal() => send_event(sink, &error_event(&e)).await,
+            Err(e) => {
+                tracing::info!(error = %e, "call refused before start");
+                refuse(
+                    sink,
+                    Some(error_event(&e)),
+                    "protocol_error",
+                    e.close_code(),
+                )
+                .await;
+                return Err(Outcome::ProtocolError {
+                    close_code: e.close_code(),
+                });
+            }
+        }
+    }
+}
+
+/// Runs one `/call` connection to its end.
+pub(crate) async fn run(socket: WebSocket, state: Arc<AppState>, permit: CallPermit) {
+    let (mut sink, mut stream) = socket.split();
+    let mut decoder = ClientMessageDecoder::new(state.limits);
+    let info = match wait_for_start(&mut stream, &mut sink, &mut decoder).await {
+        Ok(info) => info,
+        Err(outcome) => return state.finish(outcome, permit),
+    };
+    let (codec, rate) = (info.codec, info.sample_rate_hz);
+    let convs = tokio::task::spawn_blocking(move || {
+        Ok::<_, brisvox_audio::resample::ResamplerError>((
+            InboundAudio::new(codec, rate)?,
+            OutboundAudio::new(codec, rate, rate)?,
+        ))
+    })
+    .await;
+    let Ok(Ok((inbound, outbound))) = convs else {
+        let ev = ServerEvent::Error {
+            code: "call_failed".into(),
+            message: "cannot set up audio conversion".into(),
+        };
+        refuse(&mut sink, Some(ev), "call_failed", 1011).await;
+        return state.finish(Outcome::HandlerError, permit);
+    };
+    let started = ServerEvent::Started {
+        protocol_version: info.protocol_version,
+        call_id: info.call_id.clone(),
+        codec,
+        sample_rate: rate,
+        providers: state.agent.providers(),
+        mock: state.agent.uses_mock(),
+    };
+    send_event(&mut sink, &started).await;
+    let start = CallStart {
+        call_id: info.call_id.clone(),
+        transport: CallTransport::BrisvoxWs {
+            codec,
+            sample_rate_hz: rate,
+        },
+        metadata: info.metadata,
+        agent: state.agent.clone(),
+        output_sample_rate_hz: rate,
+    };
+    tracing::info!(call_id = %start.call_id, codec = codec.as_str(), rate, "call started");
+    let wire = BrisvoxWire {
+        sink,
+        audio: outbound,
+    };
+    let outcome = crate::http::drive_call(&state, start, wire, |io| {
+        read_loop(stream, decoder, inbound, io)
+    })
+    .await;
+    state.finish(outcome, permit);
+}
+
+/// The session's ends while a call runs.
+pub(crate) struct CallIo {
+    pub(crate) frame_tx: mpsc::Sender<QueuedFrame>,
+    pub(crate) control_tx: mpsc::Sender<CallControl>,
+    pub(crate) cmd_tx: mpsc::Sender<WriterCmd>,
+    pub(crate) state: Arc<AppState>,
+}
+
+impl CallIo {
+    /// Queues a caller frame (320 samples); drops it (counted) when the
+    /// handler is behind.
+    pub(crate) fn push_frame(&self, samples: &[i16]) {
+        let mut frame: QueuedFrame = [0; INTERNAL_FRAME_SAMPLES];
+        let n = samples.len().min(INTERNAL_FRAME_SAMPLES);
+        frame[..n].copy_from_slice(&samples[..n]);
+        if self.frame_tx.try_send(frame).is_err() {
+            self.state.metrics.input_frames_dropped_total.inc();
+        }
+    }
+}
+
+/// Reads the client's messages until the call ends from the client's side.
+async fn read_loop(
+    mut stream: SplitStream<WebSocket>,
+    mut decoder: ClientMessageDecoder,
+    mut inbound: InboundAudio,
+    io: CallIo,
+) -> Outcome {
+    while let Some(msg) = stream.next().await {
+        let res = match &msg {
+            Ok(Message::Text(t)) => decoder.decode(ClientMessage::Text(t.as_str())),
+            Ok(Message::Binary(b)) => decoder.decode(ClientMessage::Binary(b)),
+            Ok(Message::Ping(_) | Message::Pong(_)) => continue,
+            Ok(Message::Close(_)) | Err(_) => return Outcome::Disconnected,
+        };
+        match res {
+            Ok(ClientEvent::Audio { .. }) => {
+                while let Some(bytes) = decoder.pop_frame() {
+                    inbound.push(bytes, |f| io.push_frame(f));
+                }
+            }
+            Ok(ClientEvent::Say { text }) => {
+                if io.control_tx.try_send(CallControl::Say(text)).is_err() {
+                    tracing::warn!("say dropped: the call's control queue is full");
+                }
+            }
+            Ok(ClientEvent::End { .. }) => return Outcome::ClientEnd,
+            Ok(_) => {}
+            Err(e) => {
+                let _ = io.cmd_tx.send(WriterCmd::Event(error_event(&e))).await;
+                if e.is_fatal() {
+                    tracing::info!(error = %e, "call ended by bad input");
+                    return Outcome::ProtocolError {
+                        close_code: e.close_code(),
+                    };
+                }
+            }
+        }
+    }
+    Outcome::Disconnected
+}

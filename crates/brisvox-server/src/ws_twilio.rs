@@ -1,0 +1,252 @@
+//! The `/twilio` route: Twilio Media Streams (bidirectional `<Connect><Stream>`).
+//!
+//! Twilio reads no JSON errors, so bad input ends the stream with a close code
+//! only (1002 malformed, 1003 unsupported, 1009 too large); unknown events and
+//! foreign `streamSid`s are logged and skipped.
+
+use std::sync::Arc;
+
+use axum::extract::ws::{Message, WebSocket};
+use brisvox_core::AudioFrame;
+use brisvox_transport::brisvox_ws::ServerEvent;
+use brisvox_transport::twilio::{
+    MarkOutcome, TWILIO_SAMPLE_RATE_HZ, TwilioEncoder, TwilioPlayout, TwilioStart,
+};
+use brisvox_transport::{AudioCodec, TwilioDecoder, TwilioError, TwilioEvent};
+use futures_util::stream::SplitStream;
+use futures_util::{SinkExt, StreamExt};
+
+use crate::admission::CallPermit;
+use crate::audio_edge::{InboundAudio, OutboundAudio};
+use crate::handler::{CallControl, CallStart, CallTransport};
+use crate::http::AppState;
+use crate::session::{Outcome, Wire, WriterCmd, WsSink, send_close};
+use crate::ws_call::{CallIo, START_TIMEOUT};
+
+/// A mark is placed after this many answer frames (100 ms at 20 ms each).
+pub const MARK_EVERY_FRAMES: u32 = 5;
+
+/// The Twilio writer: `media`, `mark` and `clear` messages.
+struct TwilioWire {
+    sink: WsSink,
+    audio: OutboundAudio,
+    encoder: TwilioEncoder,
+    playout: TwilioPlayout,
+    frames_since_mark: u32,
+}
+
+impl TwilioWire {
+    async fn send_mark(&mut self) -> Result<(), axum::Error> {
+        self.frames_since_mark = 0;
+        let name = self.playout.next_mark();
+        let msg = self.encoder.mark(&name);
+        self.sink.send(Message::Text(msg.into())).await
+    }
+}
+
+impl Wire for TwilioWire {
+    async fn frame(&mut self, frame: &AudioFrame) -> Result<(), axum::Error> {
+        let msg = match self.audio.encode(frame) {
+            Ok(b) if !b.is_empty() => {
+                self.playout.on_media_sent(b.len());
+                self.encoder.media(b)
+            }
+            Ok(_) => return Ok(()),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot resample an answer frame; dropped");
+                return Ok(());
+            }
+        };
+        self.sink.send(Message::Text(msg.into())).await?;
+        self.frames_since_mark += 1;
+        if self.frames_since_mark >= MARK_EVERY_FRAMES {
+            self.send_mark().await?;
+        }
+        Ok(())
+    }
+
+    async fn clear(&mut self) -> Result<(), axum::Error> {
+        let dropped_ms = self.playout.on_clear();
+        self.audio.reset();
+        self.frames_since_mark = 0;
+        tracing::debug!(dropped_ms, "twilio clear");
+        self.sink
+            .send(Message::Text(self.encoder.clear().into()))
+            .await
+    }
+
+    async fn event(&mut self, ev: &ServerEvent) -> Result<(), axum::Error> {
+        match ev {
+            ServerEvent::Clear => self.clear().await,
+            ServerEvent::BotSpeakingStopped { .. } if self.frames_since_mark > 0 => {
+                self.send_mark().await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn mark_echo(&mut self, name: &str) {
+        if let MarkOutcome::Played {
+            played_ms,
+            unplayed_ms,
+        } = self.playout.handle_mark(name)
+        {
+            tracing::trace!(played_ms, unplayed_ms, "twilio played");
+        }
+    }
+
+    async fn close(mut self, _reason: Option<String>, code: u16) {
+        tracing::debug!(
+            played_ms = self.playout.played_ms(),
+            cleared_ms = self.playout.cleared_ms(),
+            "twilio stream closing"
+        );
+        send_close(&mut self.sink, code, "").await;
+    }
+}
+
+fn close_code_for(e: &TwilioError) -> u16 {
+    match e {
+        TwilioError::MessageTooLarge { .. } | TwilioError::PayloadTooLarge { .. } => 1009,
+        TwilioError::BinaryMessage { .. } | TwilioError::UnsupportedMediaFormat { .. } => 1003,
+        _ => 1002,
+    }
+}
+
+/// Reads until Twilio's `start`; `Err` is the outcome when it never comes.
+async fn wait_for_start(
+    stream: &mut SplitStream<WebSocket>,
+    sink: &mut WsSink,
+    decoder: &mut TwilioDecoder,
+) -> Result<TwilioStart, Outcome> {
+    let deadline = tokio::time::sleep(START_TIMEOUT);
+    tokio::pin!(deadline);
+    loop {
+        let msg = tokio::select! {
+            msg = stream.next() => msg,
+            () = &mut deadline => {
+                send_close(sink, Outcome::StartTimeout.close_code(), "no start").await;
+                return Err(Outcome::StartTimeout);
+            }
+        };
+        let res = match msg {
+            Some(Ok(Message::Text(t))) => decoder.decode_text(t.as_str()),
+            Some(Ok(Message::Binary(b))) => decoder.decode_binary(&b),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => return Err(Outcome::Disconnected),
+        };
+        match res {
+            Ok(TwilioEvent::Start(start)) => return Ok(start),
+            Ok(_) => continue,
+            Err(e) if !e.is_fatal() => tracing::debug!(error = %e, "twilio message skipped"),
+            Err(e) => {
+                tracing::info!(error = %e, "twilio stream refused before start");
+                let code = close_code_for(&e);
+                send_close(sink, code, "").await;
+                return Err(Outcome::ProtocolError { close_code: code });
+            }
+        }
+    }
+}
+
+/// Runs one `/twilio` connection to its end.
+pub(crate) async fn run(socket: WebSocket, state: Arc<AppState>, permit: CallPermit) {
+    let (mut sink, mut stream) = socket.split();
+    let text_limit = state
+        .limits
+        .max_binary_bytes
+        .max(brisvox_transport::twilio::DEFAULT_MAX_TEXT_BYTES);
+    let mut decoder = TwilioDecoder::new(
+        text_limit,
+        brisvox_transport::twilio::DEFAULT_MAX_PAYLOAD_BYTES,
+    );
+    let start = match wait_for_start(&mut stream, &mut sink, &mut decoder).await {
+        Ok(s) => s,
+        Err(outcome) => return state.finish(outcome, permit),
+    };
+    let rate = TWILIO_SAMPLE_RATE_HZ;
+    let convs = tokio::task::spawn_blocking(move || {
+        Ok::<_, brisvox_audio::resample::ResamplerError>((
+            InboundAudio::new(AudioCodec::Mulaw, rate)?,
+            OutboundAudio::new(
+                AudioCodec::Mulaw,
+                rate,
+                brisvox_core::frame::INTERNAL_RATE_HZ,
+            )?,
+        ))
+    })
+    .await;
+    let Ok(Ok((inbound, outbound))) = convs else {
+        send_close(&mut sink, 1011, "").await;
+        return state.finish(Outcome::HandlerError, permit);
+    };
+    let mut metadata = start.custom_parameters.clone();
+    metadata.insert(
+        "twilio_tracks".into(),
+        serde_json::Value::from(start.tracks.clone()),
+    );
+    let call = CallStart {
+        call_id: start.call_sid.clone(),
+        transport: CallTransport::Twilio {
+            stream_sid: start.stream_sid.clone(),
+            call_sid: start.call_sid.clone(),
+            account_sid: start.account_sid.clone(),
+        },
+        metadata,
+        agent: state.agent.clone(),
+        output_sample_rate_hz: rate,
+    };
+    tracing::info!(call_id = %call.call_id, stream_sid = %start.stream_sid, "twilio call started");
+    let wire = TwilioWire {
+        sink,
+        audio: outbound,
+        encoder: TwilioEncoder::new(start.stream_sid),
+        playout: TwilioPlayout::default(),
+        frames_since_mark: 0,
+    };
+    let outcome = crate::http::drive_call(&state, call, wire, |io| {
+        read_loop(stream, decoder, inbound, io)
+    })
+    .await;
+    state.finish(outcome, permit);
+}
+
+/// Reads Twilio's messages until the stream stops or fails.
+async fn read_loop(
+    mut stream: SplitStream<WebSocket>,
+    mut decoder: TwilioDecoder,
+    mut inbound: InboundAudio,
+    io: CallIo,
+) -> Outcome {
+    while let Some(msg) = stream.next().await {
+        let res = match &msg {
+            Ok(Message::Text(t)) => decoder.decode_text(t.as_str()),
+            Ok(Message::Binary(b)) => decoder.decode_binary(b),
+            Ok(Message::Ping(_) | Message::Pong(_)) => continue,
+            Ok(Message::Close(_)) | Err(_) => return Outcome::Disconnected,
+        };
+        match res {
+            Ok(TwilioEvent::Media(_)) => {
+                while let Some(bytes) = decoder.pop_frame() {
+                    inbound.push(bytes, |f| io.push_frame(f));
+                }
+            }
+            Ok(TwilioEvent::Dtmf { digit, .. }) => {
+                let _ = io.control_tx.try_send(CallControl::Dtmf(digit));
+            }
+            Ok(TwilioEvent::Mark { name }) => {
+                let _ = io.cmd_tx.send(WriterCmd::MarkEcho(name)).await;
+            }
+            Ok(TwilioEvent::Stop { .. }) => return Outcome::ClientEnd,
+            Ok(_) => {}
+            Err(e) if !e.is_fatal() => tracing::debug!(error = %e, "twilio message skipped"),
+            Err(e) => {
+                tracing::info!(error = %e, "twilio stream ended by bad input");
+                return Outcome::ProtocolError {
+                    close_code: close_code_for(&e),
+                };
+            }
+        }
+    }
+    Outcome::Disconnected
+}

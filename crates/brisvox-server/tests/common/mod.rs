@@ -1,0 +1,142 @@
+//! Shared helpers: an in-process server on 127.0.0.1:0 and small clients.
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use brisvox_server::admission::NoPoolPressure;
+use brisvox_server::agent::AgentSettings;
+use brisvox_server::handler::{CallHandler, EchoCallHandler};
+use brisvox_server::serve::{RunningServer, ServerConfig, start};
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+pub type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A bound on every wait in these tests.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+pub const START_PCM16: &str =
+    r#"{"type":"start","protocol_version":1,"codec":"pcm16","sample_rate":16000,"call_id":"t1"}"#;
+
+pub async fn server_with(agent_toml: &str, handler: Arc<dyn CallHandler>) -> RunningServer {
+    let agent = AgentSettings::from_toml_str(agent_toml, &|n| Some(format!("tok-{n}"))).unwrap();
+    start(ServerConfig {
+        agent: Arc::new(agent),
+        bind: "127.0.0.1:0".parse().unwrap(),
+        handler,
+        pressure: Box::new(NoPoolPressure),
+    })
+    .await
+    .unwrap()
+}
+
+pub async fn server() -> RunningServer {
+    server_with("", Arc::new(EchoCallHandler)).await
+}
+
+/// GET `path`; returns (status, body).
+pub async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    tokio::time::timeout(WAIT, s.read_to_end(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text[9..12].parse().unwrap();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+pub async fn connect(addr: SocketAddr, path: &str) -> Ws {
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}{path}"))
+        .await
+        .unwrap();
+    ws
+}
+
+/// What the client saw next.
+#[derive(Debug)]
+pub enum Seen {
+    Event(serde_json::Value),
+    Audio(Vec<u8>),
+    Closed(Option<u16>),
+}
+
+pub async fn next(ws: &mut Ws) -> Seen {
+    loop {
+        let msg = tokio::time::timeout(WAIT, ws.next())
+            .await
+            .expect("the server answered in time");
+        match msg {
+            Some(Ok(Message::Text(t))) => {
+                return Seen::Event(serde_json::from_str(t.as_str()).unwrap());
+            }
+            Some(Ok(Message::Binary(b))) => return Seen::Audio(b.to_vec()),
+            Some(Ok(Message::Close(f))) => return Seen::Closed(f.map(|f| u16::from(f.code))),
+            Some(Ok(_)) => continue,
+            Some(Err(_)) | None => return Seen::Closed(None),
+        }
+    }
+}
+
+/// The next JSON event, skipping audio.
+pub async fn next_event(ws: &mut Ws) -> serde_json::Value {
+    loop {
+        match next(ws).await {
+            Seen::Event(v) => return v,
+            Seen::Audio(_) => continue,
+            Seen::Closed(c) => panic!("closed ({c:?}) while waiting for an event"),
+        }
+    }
+}
+
+/// Reads to the close; returns the events seen and the close code.
+pub async fn until_close(ws: &mut Ws) -> (Vec<serde_json::Value>, Option<u16>) {
+    let mut events = Vec::new();
+    loop {
+        match next(ws).await {
+            Seen::Event(v) => events.push(v),
+            Seen::Audio(_) => {}
+            Seen::Closed(c) => return (events, c),
+        }
+    }
+}
+
+pub async fn send_text(ws: &mut Ws, t: &str) {
+    ws.send(Message::text(t)).await.unwrap();
+}
+
+pub async fn send_binary(ws: &mut Ws, b: Vec<u8>) {
+    ws.send(Message::binary(b)).await.unwrap();
+}
+
+pub fn code(c: CloseCode) -> u16 {
+    u16::from(c)
+}
+
+/// Polls `/metrics` until `needle` appears.
+pub async fn wait_metric(addr: SocketAddr, needle: &str) -> String {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (_, body) = get(addr, "/metrics").await;
+        if body.contains(needle) {
+            return body;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{needle} never appeared in\n{body}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
