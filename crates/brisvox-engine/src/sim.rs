@@ -72,6 +72,10 @@ pub enum SinkEvent {
         at: Instant,
         /// Its RMS level.
         rms: f32,
+        /// Its samples.
+        len: usize,
+        /// Its rate, in Hz.
+        rate_hz: u32,
     },
     /// The transport was cleared at `at`.
     Clear {
@@ -134,6 +138,8 @@ impl TransportSink for RecordingSink {
         self.log.push(SinkEvent::Frame {
             at: tokio::time::Instant::now().into_std(),
             rms: rms(frame.samples()),
+            len: frame.len(),
+            rate_hz: frame.sample_rate_hz(),
         });
         Ok(())
     }

@@ -43,7 +43,9 @@ async fn trace(seed: u64) -> Vec<String> {
     let mut lines = Vec::new();
     for event in run.sink.events() {
         lines.push(match event {
-            SinkEvent::Frame { at, rms } => format!("frame {:.3} {rms:.1}", run.ms(at)),
+            SinkEvent::Frame { at, rms, len, .. } => {
+                format!("frame {:.3} {rms:.1} {len}", run.ms(at))
+            }
             SinkEvent::Clear { at } => format!("clear {:.3}", run.ms(at)),
         });
     }

@@ -178,7 +178,7 @@ impl Run {
             .events()
             .iter()
             .filter_map(|e| match e {
-                SinkEvent::Frame { at, rms } if *rms > 0.0 => Some(self.ms(*at)),
+                SinkEvent::Frame { at, rms, .. } if *rms > 0.0 => Some(self.ms(*at)),
                 _ => None,
             })
             .collect()
