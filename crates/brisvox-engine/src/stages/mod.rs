@@ -87,6 +87,24 @@ pub(crate) async fn shutdown(signal: &mut watch::Receiver<bool>) {
     }
 }
 
+/// Runs `work` unless the call shuts down first (then `None`): a provider
+/// call that waits for room in a stalled session must not hold up the end
+/// of the call.
+///
+/// # Cancel safety
+///
+/// As cancel safe as `work`.
+pub(crate) async fn unless_shutdown<F: std::future::Future>(
+    signal: &mut watch::Receiver<bool>,
+    work: F,
+) -> Option<F::Output> {
+    tokio::select! {
+        biased;
+        () = shutdown(signal) => None,
+        out = work => Some(out),
+    }
+}
+
 /// Sleeps until `deadline`, at once if it is due (a due deadline never goes to
 /// the timer), forever if there is none.
 ///

@@ -33,7 +33,9 @@ use brisvox_text::normalize::{needs_offload, normalize};
 use tokio::sync::{mpsc, watch};
 
 use super::output::OutInput;
-use super::{SharedTimeline, forward, mark, now, shutdown, sleep_until, stale_opt};
+use super::{
+    SharedTimeline, forward, mark, now, shutdown, sleep_until, stale_opt, unless_shutdown,
+};
 use crate::report::{FailureBook, ProviderStage};
 
 /// What the segmenter sends.
@@ -166,7 +168,13 @@ impl TtsStage {
         };
         let spoken = spoken_form(text, self.language).await;
         let sent = match &self.sender {
-            Some(sender) => sender.send_text(current.ctx, spoken).await.is_ok(),
+            Some(sender) => {
+                let send = sender.send_text(current.ctx, spoken);
+                match unless_shutdown(&mut self.shutdown, send).await {
+                    Some(sent) => sent.is_ok(),
+                    None => return,
+                }
+            }
             None => false,
         };
         if !sent {
@@ -207,15 +215,18 @@ impl TtsStage {
 
     async fn start_context(&mut self, ctx: ContextId) -> Result<(), ProviderError> {
         if self.sender.as_ref().is_none_or(TtsSender::is_closed) {
-            let session = self.provider.connect(self.config.clone()).await?;
+            let connect = self.provider.connect(self.config.clone());
+            let session = unless_shutdown(&mut self.shutdown, connect)
+                .await
+                .unwrap_or(Err(ProviderError::Cancelled))?;
             let (sender, events) = session.split();
             self.sender = Some(sender);
             self.events = Some(events);
         }
         match &self.sender {
-            Some(sender) => sender
-                .start_context(ctx)
+            Some(sender) => unless_shutdown(&mut self.shutdown, sender.start_context(ctx))
                 .await
+                .unwrap_or(Ok(()))
                 .map_err(|_| ProviderError::disconnected("tts context refused")),
             None => Err(ProviderError::disconnected("tts session closed")),
         }
@@ -229,7 +240,9 @@ impl TtsStage {
             Some(c) if c.epoch == epoch && c.failed => self.current = None,
             Some(c) if c.epoch == epoch => {
                 let flushed = match &self.sender {
-                    Some(sender) => sender.flush(c.ctx).await.is_ok(),
+                    Some(sender) => unless_shutdown(&mut self.shutdown, sender.flush(c.ctx))
+                        .await
+                        .is_none_or(|flushed| flushed.is_ok()),
                     None => false,
                 };
                 if flushed {

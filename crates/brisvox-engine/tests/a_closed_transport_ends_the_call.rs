@@ -1,0 +1,54 @@
+//! A transport that refuses audio (the caller's side is gone) ends the call
+//! with `TransportClosed`, before the caller's audio runs out, and no task is
+//! left.
+//! (Paused clock, energy VAD, fixed "complete" verdict, fixed mock latencies.)
+
+mod common;
+
+use std::time::Duration;
+
+use brisvox_core::AudioFrame;
+use brisvox_engine::sim::SimCaller;
+use brisvox_engine::{CallEnd, Models, TransportClosed, TransportSink, run_call};
+use common::*;
+
+/// Takes `left` frames, then refuses.
+struct ClosingSink {
+    left: u32,
+}
+
+impl TransportSink for ClosingSink {
+    async fn send_frame(&mut self, _frame: AudioFrame) -> Result<(), TransportClosed> {
+        if self.left == 0 {
+            return Err(TransportClosed);
+        }
+        self.left -= 1;
+        Ok(())
+    }
+
+    async fn clear(&mut self) {}
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_frame_ends_the_call() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let baseline = metrics.num_alive_tasks();
+    let fx = fixture("en_two_utterances");
+    let mocks = Mocks::fixed(60);
+    let caller = SimCaller::new(then_silence(fx.samples, 3_000));
+    let frames = caller.frames() as u64;
+    let report = run_call(
+        sim_config(),
+        caller,
+        ClosingSink { left: 10 },
+        mocks.providers(),
+        Models::energy_and_complete(),
+    )
+    .await
+    .expect("a valid config");
+    assert_eq!(report.end, CallEnd::TransportClosed);
+    assert_eq!(report.frames_out, 10);
+    assert!(report.frames_in < frames);
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert_eq!(metrics.num_alive_tasks(), baseline);
+}
