@@ -84,3 +84,77 @@ async fn talking_over_a_long_answer_clears_it_at_once() {
     );
     assert_eq!(mocks.tts.stats().contexts_cancelled, 1);
 }
+
+/// A transport whose hand-off takes `delay` (a busy socket): a frame counts as
+/// played only once its send completed.
+struct SlowSink {
+    delay: Duration,
+    log: std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, bool)>>>,
+}
+
+impl brisvox_engine::TransportSink for SlowSink {
+    async fn send_frame(
+        &mut self,
+        frame: brisvox_core::AudioFrame,
+    ) -> Result<(), brisvox_engine::TransportClosed> {
+        tokio::time::sleep(self.delay).await;
+        let audible = frame.samples().iter().any(|&s| s != 0);
+        let at = tokio::time::Instant::now().into_std();
+        self.log.lock().expect("log").push((at, audible));
+        Ok(())
+    }
+
+    async fn clear(&mut self) {
+        let at = tokio::time::Instant::now().into_std();
+        self.log.lock().expect("log").push((at, false));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_frame_in_flight_at_the_barge_in_is_never_played() {
+    let fx = fixture("en_two_utterances");
+    let mocks = Mocks::fixed(3);
+    let long = "Sure, ".to_owned() + &"this answer goes on and on for a long while ".repeat(8);
+    mocks.llm.push_answer(long.as_str());
+    mocks.llm.push_answer("Okay, got it.");
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = SlowSink {
+        delay: Duration::from_millis(15),
+        log: log.clone(),
+    };
+    let report = brisvox_engine::run_call(
+        sim_config(),
+        brisvox_engine::sim::SimCaller::new(then_silence(fx.samples.clone(), 3_000)),
+        sink,
+        mocks.providers(),
+        Models::energy_and_complete(),
+    )
+    .await
+    .expect("a valid config");
+    assert_eq!(report.turn_counters.barge_ins, 1);
+    let interrupted = report
+        .turns
+        .iter()
+        .find(|t| t.was_interrupted())
+        .expect("an interrupted turn");
+    let at = interrupted.at(TurnEvent::Interrupted).expect("marked");
+    assert!(interrupted.metrics().time_to_silence.expect("stopped") <= Duration::from_millis(20));
+    let answer = report
+        .turns
+        .iter()
+        .find(|t| t.epoch() > interrupted.epoch() && t.at(TurnEvent::FirstAudioOut).is_some())
+        .expect("the new turn is answered");
+    let new_first = answer.at(TurnEvent::FirstAudioOut).expect("first audio");
+    let log = log.lock().expect("log").clone();
+    let old_after = log
+        .iter()
+        .filter(|(t, audible)| *audible && *t >= at && *t < new_first)
+        .count();
+    assert_eq!(
+        old_after, 0,
+        "a frame of the old answer played after the barge-in"
+    );
+    // The slow sink had a frame in flight most of the time: the abandoned one
+    // is counted as stale, not as played.
+    assert!(report.pacer.stale_dropped >= 1);
+}
