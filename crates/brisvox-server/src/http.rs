@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::admission::{Admission, CallPermit, Refusal};
 use crate::agent::{AgentSettings, RouteAuth, TokenPlacement};
-use crate::handler::{CallHandler, CallStart, call_channels};
+use crate::handler::{CallFailed, CallHandler, CallStart, call_channels};
 use crate::metrics::ServerMetrics;
 use crate::session::{Outcome, WRITER_CMD_QUEUE, Wire, WriterCmd, run_writer};
 use crate::ws_call::CallIo;
@@ -243,6 +243,9 @@ async fn refuse_call(socket: WebSocket, state: &AppState, route: Route, refusal:
     crate::session::send_close(&mut sink, code, refusal.code()).await;
 }
 
+/// The result of a call handler's task.
+type HandlerResult = Result<Result<(), CallFailed>, tokio::task::JoinError>;
+
 /// Runs an admitted, started call: spawns the writer and the handler, runs the
 /// transport's `reader` until the call ends from any side, then closes.
 pub(crate) async fn drive_call<W, F, Fut>(
@@ -258,12 +261,13 @@ where
 {
     let (input, output, chans) = call_channels();
     let (cmd_tx, cmd_rx) = mpsc::channel(WRITER_CMD_QUEUE);
+    let metrics = state.metrics.clone();
     let writer = tokio::spawn(run_writer(
         wire,
         chans.out_rx,
         cmd_rx,
         chans.generation,
-        state.metrics.clone(),
+        metrics,
     ));
     let mut handler = tokio::spawn(state.handler.run_call(start, input, output));
     let io = CallIo {
@@ -282,20 +286,47 @@ where
         () = tokio::time::sleep(max) => (Outcome::MaxDuration, None),
     };
     drop(reader); // closes the call's input: the handler sees the end
-    let handler_result = match handler_result {
-        Some(r) => r,
-        None => match tokio::time::timeout(HANDLER_EXIT_GRACE, &mut handler).await {
-            Ok(r) => r,
-            Err(_) => {
-                tracing::warn!("the call handler did not return after its input closed; aborted");
-                handler.abort();
-                Ok(Ok(()))
-            }
-        },
+    let failure = match handler_result {
+        Some(r) => failure_of(r),
+        None => await_handler(handler).await,
     };
-    if let Ok(Err(failed)) | Err(failed) = handler_result.map_err(|e| crate::handler::CallFailed {
-        reason: e.to_string(),
-    }) {
+    close_call(cmd_tx, writer, outcome, failure).await;
+    outcome
+}
+
+/// Waits for a handler whose input closed, aborting it after the grace.
+async fn await_handler(
+    mut handler: tokio::task::JoinHandle<Result<(), CallFailed>>,
+) -> Option<CallFailed> {
+    match tokio::time::timeout(HANDLER_EXIT_GRACE, &mut handler).await {
+        Ok(r) => failure_of(r),
+        Err(_) => {
+            tracing::warn!("the call handler did not return after its input closed; aborted");
+            handler.abort();
+            None
+        }
+    }
+}
+
+fn failure_of(r: HandlerResult) -> Option<CallFailed> {
+    match r {
+        Ok(Ok(())) => None,
+        Ok(Err(failed)) => Some(failed),
+        Err(join) => Some(CallFailed {
+            reason: format!("the call task failed: {join}"),
+        }),
+    }
+}
+
+/// Tells the client why the call ended, closes, and waits for the writer.
+async fn close_call(
+    cmd_tx: mpsc::Sender<WriterCmd>,
+    mut writer: tokio::task::JoinHandle<()>,
+    outcome: Outcome,
+    failure: Option<CallFailed>,
+) {
+    if let Some(failed) = failure {
+        tracing::warn!(reason = %failed.reason, "call failed");
         let ev = ServerEvent::Error {
             code: "call_failed".into(),
             message: failed.reason,
@@ -303,24 +334,18 @@ where
         let _ = cmd_tx.send(WriterCmd::Event(ev)).await;
     }
     let reason = (outcome != Outcome::Disconnected).then(|| outcome.label().to_owned());
-    let _ = cmd_tx
-        .send(WriterCmd::Close {
-            reason,
-            code: outcome.close_code(),
-        })
-        .await;
-    if tokio::time::timeout(WRITER_EXIT_GRACE, writer)
+    let code = outcome.close_code();
+    let _ = cmd_tx.send(WriterCmd::Close { reason, code }).await;
+    if tokio::time::timeout(WRITER_EXIT_GRACE, &mut writer)
         .await
         .is_err()
     {
-        tracing::warn!("the socket writer did not finish in time");
+        tracing::warn!("the socket writer did not finish in time; aborted");
+        writer.abort();
     }
-    outcome
 }
 
-fn handler_outcome(
-    r: &Result<Result<(), crate::handler::CallFailed>, tokio::task::JoinError>,
-) -> Outcome {
+fn handler_outcome(r: &HandlerResult) -> Outcome {
     match r {
         Ok(Ok(())) => Outcome::Completed,
         _ => Outcome::HandlerError,

@@ -1,0 +1,77 @@
+//! A failing handler ends the call with `error` `call_failed`, `end`
+//! `handler_error` and close 1011; a call past `limits.max_call_duration_s` is
+//! ended with `end` `max_duration`.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use brisvox_server::handler::{
+    CallFailed, CallFuture, CallHandler, CallInput, CallOutput, CallStart, EchoCallHandler,
+};
+
+struct Failing;
+
+impl CallHandler for Failing {
+    fn run_call(&self, _: CallStart, _: CallInput, _: CallOutput) -> CallFuture {
+        Box::pin(async {
+            Err(CallFailed {
+                reason: "the LLM refused the key".into(),
+            })
+        })
+    }
+}
+
+#[tokio::test]
+async fn failing_handler() {
+    let srv = common::server_with("", Arc::new(Failing)).await;
+    let mut ws = common::connect(srv.local_addr(), "/call").await;
+    common::send_text(&mut ws, common::START_PCM16).await;
+    let (events, code) = common::until_close(&mut ws).await;
+    let kinds: Vec<_> = events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["started", "error", "end"], "{events:?}");
+    assert_eq!(events[1]["code"], "call_failed");
+    assert!(
+        events[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("LLM refused")
+    );
+    assert_eq!(events[2]["reason"], "handler_error");
+    assert_eq!(code, Some(1011));
+    common::wait_metric(
+        srv.local_addr(),
+        "brisvox_calls_total{outcome=\"handler_error\"} 1",
+    )
+    .await;
+    srv.drain(Duration::from_millis(100)).await;
+}
+
+#[tokio::test]
+async fn max_call_duration() {
+    let srv = common::server_with(
+        "[limits]\nmax_call_duration_s = 1",
+        Arc::new(EchoCallHandler),
+    )
+    .await;
+    let mut ws = common::connect(srv.local_addr(), "/call").await;
+    let t0 = tokio::time::Instant::now();
+    common::send_text(&mut ws, common::START_PCM16).await;
+    let (events, code) = common::until_close(&mut ws).await;
+    assert_eq!(
+        events.last().unwrap()["reason"],
+        "max_duration",
+        "{events:?}"
+    );
+    assert_eq!(code, Some(1000));
+    let took = t0.elapsed();
+    assert!(
+        took >= Duration::from_millis(950) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    srv.drain(Duration::from_millis(100)).await;
+}
