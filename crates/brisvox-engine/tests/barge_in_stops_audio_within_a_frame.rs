@@ -154,7 +154,7 @@ async fn a_frame_in_flight_at_the_barge_in_is_never_played() {
         old_after, 0,
         "a frame of the old answer played after the barge-in"
     );
-    // The slow sink had a frame in flight most of the time: the abandoned one
-    // is counted as stale, not as played.
+    // Frames queued or in flight at the barge-in are counted as stale, not
+    // as played.
     assert!(report.pacer.stale_dropped >= 1);
 }
