@@ -114,6 +114,7 @@ fn empty_report(end: CallEnd, failures: &FailureBook) -> CallReport {
         pacer: Default::default(),
         frames_in: 0,
         stt_frames_dropped: 0,
+        vad_windows_lost: 0,
         frames_out: 0,
         end,
     }
@@ -380,6 +381,7 @@ impl Call {
             pacer,
             frames_in: self.audio_stats.frames_in.load(Ordering::Relaxed),
             stt_frames_dropped: self.audio_stats.stt_dropped.load(Ordering::Relaxed),
+            vad_windows_lost: self.audio_stats.vad_lost.load(Ordering::Relaxed),
             frames_out: self.frames_out.load(Ordering::Relaxed),
             end: outcome.end,
         }

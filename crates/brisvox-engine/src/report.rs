@@ -104,6 +104,9 @@ pub struct CallReport {
     pub frames_in: u64,
     /// Caller frames the STT session could not take (its queue was full or it was gone).
     pub stt_frames_dropped: u64,
+    /// VAD windows without a probability (refused by the VAD service, failed,
+    /// or lost on a full outcome queue).
+    pub vad_windows_lost: u64,
     /// Frames handed to the transport sink.
     pub frames_out: u64,
     /// How the call ended.

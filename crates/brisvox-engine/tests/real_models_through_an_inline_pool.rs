@@ -79,6 +79,7 @@ async fn silero_and_smart_turn_take_two_turns() {
     assert_eq!(r.turn_counters.barge_ins, 0);
     assert_eq!(mocks.llm.stats().started, 2);
     assert_eq!(r.turn_counters.verdicts_failed, 0);
+    assert_eq!(r.vad_windows_lost, 0);
     let c = r.turn_counters;
     assert_eq!(
         c.verdicts_complete + c.verdicts_incomplete,
