@@ -10,6 +10,7 @@ use brisvox_server::admission::NoPoolPressure;
 use brisvox_server::agent::{AgentSettings, process_env};
 use brisvox_server::cli::{Cli, Command, LogArgs, ModelsAction};
 use brisvox_server::handler::{CallHandler, EchoCallHandler};
+use brisvox_server::metrics::ServerMetrics;
 use brisvox_server::serve::{ServerConfig, serve_until_signal};
 use clap::Parser;
 
@@ -63,6 +64,7 @@ fn serve(
         bind,
         handler: call_handler(),
         pressure: Box::new(NoPoolPressure),
+        metrics: ServerMetrics::new(),
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let report = runtime

@@ -33,6 +33,9 @@ pub struct ServerConfig {
     pub handler: Arc<dyn CallHandler>,
     /// The pool-pressure hook of admission control.
     pub pressure: Box<dyn PoolPressure>,
+    /// The metrics `/metrics` renders; keep a clone to feed the engine's
+    /// series (pool queue depth, VAD batch size, underruns).
+    pub metrics: ServerMetrics,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -73,7 +76,7 @@ pub async fn start(config: ServerConfig) -> std::io::Result<RunningServer> {
         agent: config.agent,
         handler: config.handler,
         admission: Admission::new(max_calls, config.pressure),
-        metrics: ServerMetrics::new(),
+        metrics: config.metrics,
         end_calls: end_rx,
     });
     let (stop_tx, stop_rx) = oneshot::channel::<()>();

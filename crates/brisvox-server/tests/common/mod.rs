@@ -30,6 +30,7 @@ pub async fn server_with(agent_toml: &str, handler: Arc<dyn CallHandler>) -> Run
         bind: "127.0.0.1:0".parse().unwrap(),
         handler,
         pressure: Box::new(NoPoolPressure),
+        metrics: brisvox_server::metrics::ServerMetrics::new(),
     })
     .await
     .unwrap()

@@ -1,0 +1,62 @@
+//! `brisvox serve` (the binary) listens, logs JSON lines, answers /healthz and
+//! exits cleanly after SIGTERM, raising RLIMIT_NOFILE at startup.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[tokio::test]
+async fn serve_then_sigterm() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_brisvox"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--log-format", "json"])
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let addr: std::net::SocketAddr = loop {
+        let line = lines
+            .next()
+            .expect("the server logs before listening")
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).expect("JSON log lines");
+        seen.push(
+            v["fields"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        if v["fields"]["message"] == "listening" {
+            break v["fields"]["local_addr"].as_str().unwrap().parse().unwrap();
+        }
+    };
+    assert!(seen.iter().any(|m| m.contains("RLIMIT_NOFILE")), "{seen:?}");
+    assert!(
+        seen.iter().any(|m| m.contains("MOCK providers")),
+        "{seen:?}"
+    );
+    assert_eq!(common::get(addr, "/healthz").await.0, 200);
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let exit = loop {
+        if let Some(exit) = child.try_wait().unwrap() {
+            break exit;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("brisvox serve did not exit after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(exit.success(), "{exit:?}");
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(rest.iter().any(|l| l.contains("drained")), "{rest:?}");
+}
