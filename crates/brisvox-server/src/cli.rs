@@ -23,7 +23,7 @@ pub enum Command {
         /// The agent file (TOML). Without it every default applies: MOCK providers.
         #[arg(long)]
         agent: Option<PathBuf>,
-        /// Address to listen on (overrides [server] bind).
+        /// Address to listen on (overrides `[server] bind`).
         #[arg(long)]
         bind: Option<std::net::SocketAddr>,
         /// Log options.

@@ -94,6 +94,15 @@ fn to_audio_frame(samples: &QueuedFrame) -> AudioFrame {
     AudioFrame::from_samples(samples, INTERNAL_RATE_HZ).expect("a 20 ms 16 kHz frame always fits")
 }
 
+/// One item of a call's input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallInputItem {
+    /// A caller frame (16 kHz mono PCM16, 20 ms).
+    Frame(AudioFrame),
+    /// A control (`say`, DTMF).
+    Control(CallControl),
+}
+
 /// The caller's side of a call, as the handler reads it.
 #[derive(Debug)]
 pub struct CallInput {
@@ -117,6 +126,19 @@ impl CallInput {
     /// Cancel safe.
     pub async fn recv_control(&mut self) -> Option<CallControl> {
         self.controls.recv().await
+    }
+
+    /// The next frame or control, whichever comes first (controls first when
+    /// both wait); `None` when the caller's audio has ended.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: at most one item is taken, and only when this completes.
+    pub async fn recv(&mut self) -> Option<CallInputItem> {
+        tokio::select! {
+            biased;
+            Some(c) = self.controls.recv() => Some(CallInputItem::Control(c)),
+            f = self.frames.recv() => f.map(|f| CallInputItem::Frame(to_audio_frame(&f))),
+        }
     }
 
     /// Splits into the frame and control receivers (for an engine that reads
@@ -217,24 +239,23 @@ impl CallHandler for EchoCallHandler {
         mut output: CallOutput,
     ) -> CallFuture {
         Box::pin(async move {
-            loop {
-                tokio::select! {
-                    frame = input.frames.recv() => match frame.map(|f| to_audio_frame(&f)) {
-                        Some(f) => {
-                            if output.send_frame(f).await.is_err() {
-                                return Ok(());
-                            }
-                        }
-                        None => return Ok(()),
-                    },
-                    Some(CallControl::Say(text)) = input.controls.recv() => {
-                        let ev = ServerEvent::Transcript { text, is_final: true };
-                        if output.send_event(ev).await.is_err() {
-                            return Ok(());
-                        }
+            while let Some(item) = input.recv().await {
+                let sent = match item {
+                    CallInputItem::Frame(f) => output.send_frame(f).await,
+                    CallInputItem::Control(CallControl::Say(text)) => {
+                        let ev = ServerEvent::Transcript {
+                            text,
+                            is_final: true,
+                        };
+                        output.send_event(ev).await
                     }
+                    CallInputItem::Control(_) => Ok(()),
+                };
+                if sent.is_err() {
+                    break;
                 }
             }
+            Ok(())
         })
     }
 }
