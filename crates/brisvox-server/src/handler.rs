@@ -95,6 +95,8 @@ fn to_audio_frame(samples: &QueuedFrame) -> AudioFrame {
 }
 
 /// One item of a call's input.
+// Frames are the common item; boxing one would allocate per frame.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallInputItem {
     /// A caller frame (16 kHz mono PCM16, 20 ms).
