@@ -73,22 +73,23 @@ async fn audio_keys_and_parameters() {
         "brisvox_calls_total{outcome=\"client_end\"} 1",
     )
     .await;
-    let r = rec.0.lock().unwrap();
-    // 200 ms of tone in; the 8 -> 16 kHz resampler keeps back under one block.
-    assert!((8..=10).contains(&r.frames), "{} frames", r.frames);
-    assert!(
-        r.loud_frames >= 7,
-        "the tone survives decoding and resampling: {}",
-        r.loud_frames
-    );
-    assert_eq!(r.digits, ['7']);
-    let start = r.start.as_ref().unwrap();
-    assert_eq!(start.call_id, "CA5b9f4a1e2c3d4e5f60718293a4b5c6d7");
-    assert_eq!(start.metadata["agent"], "support");
-    assert_eq!(start.output_sample_rate_hz, 8000);
-    assert!(
-        matches!(&start.transport, CallTransport::Twilio { stream_sid, .. } if stream_sid == "MZ18ad3ab5a668481ce02b83e7395059f0")
-    );
-    drop(r);
+    {
+        let r = rec.0.lock().unwrap();
+        // 200 ms of tone in; the 8 -> 16 kHz resampler keeps back under one block.
+        assert!((8..=10).contains(&r.frames), "{} frames", r.frames);
+        assert!(
+            r.loud_frames >= 7,
+            "the tone survives decoding and resampling: {}",
+            r.loud_frames
+        );
+        assert_eq!(r.digits, ['7']);
+        let start = r.start.as_ref().unwrap();
+        assert_eq!(start.call_id, "CA5b9f4a1e2c3d4e5f60718293a4b5c6d7");
+        assert_eq!(start.metadata["agent"], "support");
+        assert_eq!(start.output_sample_rate_hz, 8000);
+        assert!(
+            matches!(&start.transport, CallTransport::Twilio { stream_sid, .. } if stream_sid == "MZ18ad3ab5a668481ce02b83e7395059f0")
+        );
+    }
     srv.drain(Duration::from_millis(100)).await;
 }
