@@ -140,6 +140,33 @@ impl OutboundAudio {
     }
 }
 
+/// Builds both converters of a call for `codec` at `rate_hz` (engine frames
+/// at 16 kHz), on the blocking pool: a sinc resampler takes milliseconds to
+/// build. `None` (logged) if that fails.
+pub(crate) async fn build_edges(
+    codec: AudioCodec,
+    rate_hz: u32,
+) -> Option<(InboundAudio, OutboundAudio)> {
+    let built = tokio::task::spawn_blocking(move || {
+        Ok::<_, ResamplerError>((
+            InboundAudio::new(codec, rate_hz)?,
+            OutboundAudio::new(codec, rate_hz, INTERNAL_RATE_HZ)?,
+        ))
+    })
+    .await;
+    match built {
+        Ok(Ok(edges)) => Some(edges),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, rate_hz, "cannot build the call's resamplers");
+            None
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "the resampler setup task failed");
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

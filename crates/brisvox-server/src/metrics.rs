@@ -16,6 +16,14 @@ pub const TURN_MS_BUCKETS: [f64; 14] = [
     10000.0,
 ];
 
+/// Bucket bounds of `brisvox_pool_queue_depth`, in jobs.
+pub const POOL_QUEUE_BUCKETS: [f64; 12] = [
+    0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+];
+
+/// Bucket bounds of `brisvox_vad_batch_size`, in windows.
+pub const VAD_BATCH_BUCKETS: [f64; 8] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0];
+
 /// The names of the per-turn metrics (label `metric` of `brisvox_turn_ms`).
 pub const TURN_METRICS: [&str; 6] = [
     "end_of_turn_delay",
@@ -66,49 +74,44 @@ pub struct ServerMetrics {
 impl ServerMetrics {
     /// Registers every metric in a fresh registry.
     pub fn new() -> Self {
-        let registry = Registry::new();
         let m = Self {
+            registry: Registry::new(),
             active_calls: IntGauge::new("brisvox_active_calls", "Calls running now.")
                 .unwrap_or_else(bug),
-            calls_total: IntCounterVec::new(
-                Opts::new("brisvox_calls_total", "Finished calls by outcome."),
-                &["outcome"],
-            )
-            .unwrap_or_else(bug),
-            refused_total: IntCounterVec::new(
-                Opts::new("brisvox_calls_refused_total", "Refused calls by reason."),
-                &["reason"],
-            )
-            .unwrap_or_else(bug),
+            calls_total: counter_vec(
+                "brisvox_calls_total",
+                "Finished calls by outcome.",
+                "outcome",
+            ),
+            refused_total: counter_vec(
+                "brisvox_calls_refused_total",
+                "Refused calls by reason.",
+                "reason",
+            ),
             turn_ms: HistogramVec::new(
                 HistogramOpts::new("brisvox_turn_ms", "Per-turn metrics in milliseconds.")
                     .buckets(TURN_MS_BUCKETS.to_vec()),
                 &["metric"],
             )
             .unwrap_or_else(bug),
-            pool_queue_depth: Histogram::with_opts(
-                HistogramOpts::new("brisvox_pool_queue_depth", "Inference pool queue depth.")
-                    .buckets(vec![
-                        0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
-                    ]),
-            )
-            .unwrap_or_else(bug),
-            vad_batch_size: Histogram::with_opts(
-                HistogramOpts::new("brisvox_vad_batch_size", "VAD windows per batch.")
-                    .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]),
-            )
-            .unwrap_or_else(bug),
-            audio_underruns_total: IntCounter::new(
+            pool_queue_depth: histogram(
+                "brisvox_pool_queue_depth",
+                "Inference pool queue depth.",
+                &POOL_QUEUE_BUCKETS,
+            ),
+            vad_batch_size: histogram(
+                "brisvox_vad_batch_size",
+                "VAD windows per batch.",
+                &VAD_BATCH_BUCKETS,
+            ),
+            audio_underruns_total: counter(
                 "brisvox_audio_underruns_total",
                 "Output frames missing when due.",
-            )
-            .unwrap_or_else(bug),
-            input_frames_dropped_total: IntCounter::new(
+            ),
+            input_frames_dropped_total: counter(
                 "brisvox_input_frames_dropped_total",
                 "Caller frames dropped because the call fell behind.",
-            )
-            .unwrap_or_else(bug),
-            registry,
+            ),
         };
         m.register_all();
         m
@@ -173,6 +176,19 @@ impl Default for ServerMetrics {
     fn default() -> Self {
         Self::new()
     }
+}
+
+fn counter(name: &str, help: &str) -> IntCounter {
+    IntCounter::new(name, help).unwrap_or_else(bug)
+}
+
+fn counter_vec(name: &str, help: &str, label: &str) -> IntCounterVec {
+    IntCounterVec::new(Opts::new(name, help), &[label]).unwrap_or_else(bug)
+}
+
+fn histogram(name: &str, help: &str, buckets: &[f64]) -> Histogram {
+    Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets.to_vec()))
+        .unwrap_or_else(bug)
 }
 
 /// The metric definitions above are constants: an error building or

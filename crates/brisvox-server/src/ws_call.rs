@@ -12,7 +12,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 
 use crate::admission::CallPermit;
-use crate::audio_edge::{InboundAudio, OutboundAudio};
+use crate::audio_edge::{InboundAudio, OutboundAudio, build_edges};
 use crate::handler::{CallControl, CallStart, CallTransport, QueuedFrame};
 use crate::http::AppState;
 use crate::session::{Outcome, Wire, WriterCmd, WsSink, send_close};
@@ -143,15 +143,7 @@ pub(crate) async fn run(socket: WebSocket, state: Arc<AppState>, permit: CallPer
         Ok(info) => info,
         Err(outcome) => return state.finish(outcome, permit),
     };
-    let (codec, rate) = (info.codec, info.sample_rate_hz);
-    let convs = tokio::task::spawn_blocking(move || {
-        Ok::<_, brisvox_audio::resample::ResamplerError>((
-            InboundAudio::new(codec, rate)?,
-            OutboundAudio::new(codec, rate, rate)?,
-        ))
-    })
-    .await;
-    let Ok(Ok((inbound, outbound))) = convs else {
+    let Some((inbound, outbound)) = build_edges(info.codec, info.sample_rate_hz).await else {
         let ev = ServerEvent::Error {
             code: "call_failed".into(),
             message: "cannot set up audio conversion".into(),
@@ -159,26 +151,8 @@ pub(crate) async fn run(socket: WebSocket, state: Arc<AppState>, permit: CallPer
         refuse(&mut sink, Some(ev), "call_failed", 1011).await;
         return state.finish(Outcome::HandlerError, permit);
     };
-    let started = ServerEvent::Started {
-        protocol_version: info.protocol_version,
-        call_id: info.call_id.clone(),
-        codec,
-        sample_rate: rate,
-        providers: state.agent.providers(),
-        mock: state.agent.uses_mock(),
-    };
-    send_event(&mut sink, &started).await;
-    let start = CallStart {
-        call_id: info.call_id.clone(),
-        transport: CallTransport::BrisvoxWs {
-            codec,
-            sample_rate_hz: rate,
-        },
-        metadata: info.metadata,
-        agent: state.agent.clone(),
-        output_sample_rate_hz: rate,
-    };
-    tracing::info!(call_id = %start.call_id, codec = codec.as_str(), rate, "call started");
+    send_event(&mut sink, &started_event(&info, &state)).await;
+    let start = call_start(info, &state);
     let wire = BrisvoxWire {
         sink,
         audio: outbound,
@@ -188,6 +162,32 @@ pub(crate) async fn run(socket: WebSocket, state: Arc<AppState>, permit: CallPer
     })
     .await;
     state.finish(outcome, permit);
+}
+
+fn started_event(info: &StartInfo, state: &AppState) -> ServerEvent {
+    ServerEvent::Started {
+        protocol_version: info.protocol_version,
+        call_id: info.call_id.clone(),
+        codec: info.codec,
+        sample_rate: info.sample_rate_hz,
+        providers: state.agent.providers(),
+        mock: state.agent.uses_mock(),
+    }
+}
+
+fn call_start(info: StartInfo, state: &AppState) -> CallStart {
+    let (codec, rate) = (info.codec, info.sample_rate_hz);
+    tracing::info!(call_id = %info.call_id, codec = codec.as_str(), rate, "call started");
+    CallStart {
+        call_id: info.call_id,
+        transport: CallTransport::BrisvoxWs {
+            codec,
+            sample_rate_hz: rate,
+        },
+        metadata: info.metadata,
+        agent: state.agent.clone(),
+        output_sample_rate_hz: rate,
+    }
 }
 
 /// The session's ends while a call runs.

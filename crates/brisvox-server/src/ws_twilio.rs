@@ -10,14 +10,15 @@ use axum::extract::ws::{Message, WebSocket};
 use brisvox_core::AudioFrame;
 use brisvox_transport::brisvox_ws::ServerEvent;
 use brisvox_transport::twilio::{
-    MarkOutcome, TWILIO_SAMPLE_RATE_HZ, TwilioEncoder, TwilioPlayout, TwilioStart,
+    DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_MAX_TEXT_BYTES, MarkOutcome, TWILIO_SAMPLE_RATE_HZ,
+    TwilioEncoder, TwilioPlayout, TwilioStart,
 };
 use brisvox_transport::{AudioCodec, TwilioDecoder, TwilioError, TwilioEvent};
 use futures_util::stream::SplitStream;
 use futures_util::{SinkExt, StreamExt};
 
 use crate::admission::CallPermit;
-use crate::audio_edge::{InboundAudio, OutboundAudio};
+use crate::audio_edge::{InboundAudio, OutboundAudio, build_edges};
 use crate::handler::{CallControl, CallStart, CallTransport};
 use crate::http::AppState;
 use crate::session::{Outcome, Wire, WriterCmd, WsSink, send_close};
@@ -152,51 +153,18 @@ async fn wait_for_start(
 /// Runs one `/twilio` connection to its end.
 pub(crate) async fn run(socket: WebSocket, state: Arc<AppState>, permit: CallPermit) {
     let (mut sink, mut stream) = socket.split();
-    let text_limit = state
-        .limits
-        .max_binary_bytes
-        .max(brisvox_transport::twilio::DEFAULT_MAX_TEXT_BYTES);
-    let mut decoder = TwilioDecoder::new(
-        text_limit,
-        brisvox_transport::twilio::DEFAULT_MAX_PAYLOAD_BYTES,
-    );
+    let text_limit = state.limits.max_binary_bytes.max(DEFAULT_MAX_TEXT_BYTES);
+    let mut decoder = TwilioDecoder::new(text_limit, DEFAULT_MAX_PAYLOAD_BYTES);
     let start = match wait_for_start(&mut stream, &mut sink, &mut decoder).await {
         Ok(s) => s,
         Err(outcome) => return state.finish(outcome, permit),
     };
-    let rate = TWILIO_SAMPLE_RATE_HZ;
-    let convs = tokio::task::spawn_blocking(move || {
-        Ok::<_, brisvox_audio::resample::ResamplerError>((
-            InboundAudio::new(AudioCodec::Mulaw, rate)?,
-            OutboundAudio::new(
-                AudioCodec::Mulaw,
-                rate,
-                brisvox_core::frame::INTERNAL_RATE_HZ,
-            )?,
-        ))
-    })
-    .await;
-    let Ok(Ok((inbound, outbound))) = convs else {
+    let Some((inbound, outbound)) = build_edges(AudioCodec::Mulaw, TWILIO_SAMPLE_RATE_HZ).await
+    else {
         send_close(&mut sink, 1011, "").await;
         return state.finish(Outcome::HandlerError, permit);
     };
-    let mut metadata = start.custom_parameters.clone();
-    metadata.insert(
-        "twilio_tracks".into(),
-        serde_json::Value::from(start.tracks.clone()),
-    );
-    let call = CallStart {
-        call_id: start.call_sid.clone(),
-        transport: CallTransport::Twilio {
-            stream_sid: start.stream_sid.clone(),
-            call_sid: start.call_sid.clone(),
-            account_sid: start.account_sid.clone(),
-        },
-        metadata,
-        agent: state.agent.clone(),
-        output_sample_rate_hz: rate,
-    };
-    tracing::info!(call_id = %call.call_id, stream_sid = %start.stream_sid, "twilio call started");
+    let call = call_start(&start, &state);
     let wire = TwilioWire {
         sink,
         audio: outbound,
@@ -209,6 +177,24 @@ pub(crate) async fn run(socket: WebSocket, state: Arc<AppState>, permit: CallPer
     })
     .await;
     state.finish(outcome, permit);
+}
+
+fn call_start(start: &TwilioStart, state: &AppState) -> CallStart {
+    tracing::info!(call_id = %start.call_sid, stream_sid = %start.stream_sid, "twilio call started");
+    let mut metadata = start.custom_parameters.clone();
+    let tracks = serde_json::Value::from(start.tracks.clone());
+    metadata.insert("twilio_tracks".into(), tracks);
+    CallStart {
+        call_id: start.call_sid.clone(),
+        transport: CallTransport::Twilio {
+            stream_sid: start.stream_sid.clone(),
+            call_sid: start.call_sid.clone(),
+            account_sid: start.account_sid.clone(),
+        },
+        metadata,
+        agent: state.agent.clone(),
+        output_sample_rate_hz: TWILIO_SAMPLE_RATE_HZ,
+    }
 }
 
 /// Reads Twilio's messages until the stream stops or fails.
