@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::config::{EngineConfig, EngineConfigError, QueueCapacities};
+use crate::events::EventSink;
 use crate::models::{Models, Providers, VerdictSource};
 use crate::report::{CallEnd, CallReport, FailureBook, ProviderStage};
 use crate::stages::audio_in::{AudioIn, AudioInParts, AudioInStats};
@@ -66,6 +67,23 @@ where
     S: TransportSource,
     K: TransportSink,
 {
+    run_call_with_events(config, source, sink, providers, models, EventSink::none()).await
+}
+
+/// [`run_call`], telling `events` what happens while the call runs
+/// (transcripts, bot speaking, barge-ins, finished turns).
+pub async fn run_call_with_events<S, K>(
+    config: EngineConfig,
+    source: S,
+    sink: K,
+    providers: Providers,
+    models: Models,
+    events: EventSink,
+) -> Result<CallReport, CallError>
+where
+    S: TransportSource,
+    K: TransportSink,
+{
     config.validate()?;
     let framer = OutputFramer::new(
         config.tts.sample_rate_hz,
@@ -84,7 +102,7 @@ where
             None
         }
     };
-    let call = Call::new(config, providers, models, failures);
+    let call = Call::new(config, providers, models, failures, events);
     Ok(call.run(source, sink, stt, tts, tts_config, framer).await)
 }
 
@@ -132,6 +150,7 @@ struct Call {
     audio_stats: Arc<AudioInStats>,
     floor: watch::Sender<Epoch>,
     shutdown: watch::Sender<bool>,
+    events: EventSink,
 }
 
 /// Both ends of every stage inbox of a call.
@@ -182,8 +201,10 @@ impl Call {
         providers: Providers,
         models: Models,
         failures: Arc<FailureBook>,
+        events: EventSink,
     ) -> Self {
         Call {
+            events,
             config,
             providers,
             models,
@@ -235,6 +256,7 @@ impl Call {
             finalize: finalize_tx,
             verdicts: self.models.verdict.clone(),
             ring,
+            events: self.events.clone(),
         });
         let outcome = driver.run().await;
         self.finish(outcome, Tasks { plain, output }).await

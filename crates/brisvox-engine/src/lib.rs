@@ -20,6 +20,7 @@
 
 pub mod call;
 pub mod config;
+pub mod events;
 pub mod models;
 pub mod report;
 pub mod sim;
@@ -28,10 +29,11 @@ pub mod turn;
 
 mod stages;
 
-pub use call::{CallError, run_call};
+pub use call::{CallError, run_call, run_call_with_events};
 pub use config::{
     EnergyVadConfig, EngineConfig, EngineConfigError, ProviderLimits, QueueCapacities,
 };
+pub use events::{EngineEvent, EventSink};
 pub use models::{Models, Providers, VadSource, VerdictSource};
 pub use report::{CallEnd, CallReport, FailureCount, ProviderStage};
 pub use transport::{TransportClosed, TransportSink, TransportSource};

@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::llm::LlmInput;
 use super::{SharedTimeline, now, sleep_until};
+use crate::events::{EngineEvent, EventSink};
 use crate::models::VerdictSource;
 use crate::report::{CallEnd, REPORT_TURN_RECORDS};
 use crate::turn::{Action, StopId, TurnCounters, TurnMachine, Verdict};
@@ -78,6 +79,7 @@ pub(crate) struct TurnDriver {
     finalize: mpsc::Sender<()>,
     verdicts: VerdictSource,
     ring: Option<Arc<Mutex<SmartTurnRing>>>,
+    events: EventSink,
     /// The analysis in flight on a threaded pool.
     analysis: Option<(StopId, JobHandle<AnalysisResult>)>,
     snapshot: Option<Vec<i16>>,
@@ -97,6 +99,8 @@ pub(crate) struct DriverParts {
     pub(crate) finalize: mpsc::Sender<()>,
     pub(crate) verdicts: VerdictSource,
     pub(crate) ring: Option<Arc<Mutex<SmartTurnRing>>>,
+    /// Where the call's events go.
+    pub(crate) events: EventSink,
 }
 
 impl TurnDriver {
@@ -115,6 +119,7 @@ impl TurnDriver {
             finalize: parts.finalize,
             verdicts: parts.verdicts,
             ring: parts.ring,
+            events: parts.events,
             analysis: None,
             snapshot,
             records: Vec::new(),
@@ -174,13 +179,31 @@ impl TurnDriver {
                 speech_end,
                 decided,
             } => m.handle_speech_end(decided, speech_end),
-            DriverInput::Interim(text) => m.handle_interim(now(), &text),
+            DriverInput::Interim(text) => {
+                m.handle_interim(now(), &text);
+                self.events.emit(EngineEvent::Transcript {
+                    text,
+                    is_final: false,
+                });
+            }
             DriverInput::Final {
                 text,
                 from_finalize,
-            } => m.handle_final(now(), &text, from_finalize),
-            DriverInput::AudioStarted(epoch) => m.handle_response_audio_started(now(), epoch),
-            DriverInput::ResponseFinished(epoch) => m.handle_response_finished(now(), epoch),
+            } => {
+                m.handle_final(now(), &text, from_finalize);
+                self.events.emit(EngineEvent::Transcript {
+                    text,
+                    is_final: true,
+                });
+            }
+            DriverInput::AudioStarted(epoch) => {
+                m.handle_response_audio_started(now(), epoch);
+                self.events.emit(EngineEvent::BotSpeakingStarted { epoch });
+            }
+            DriverInput::ResponseFinished(epoch) => {
+                m.handle_response_finished(now(), epoch);
+                self.events.emit(EngineEvent::BotSpeakingStopped { epoch });
+            }
             DriverInput::SttLost => self.end = Some(CallEnd::SttLost),
             DriverInput::Hangup => self.end = Some(CallEnd::Hangup),
             DriverInput::TransportClosed => self.end = Some(CallEnd::TransportClosed),
@@ -216,6 +239,7 @@ impl TurnDriver {
                         .unwrap_or_else(PoisonError::into_inner)
                         .interrupt(old, new, now(), speech_start);
                     self.floor.send_replace(new);
+                    self.events.emit(EngineEvent::Interrupted { old, new });
                 }
                 Action::EndCall(reason) => self.end = Some(CallEnd::Machine(reason)),
             }
@@ -242,6 +266,9 @@ impl TurnDriver {
     fn collect_records(&mut self) {
         let mut timeline = self.timeline.lock().unwrap_or_else(PoisonError::into_inner);
         for record in timeline.drain_finished() {
+            self.events.emit(EngineEvent::TurnFinished {
+                record: Box::new(record.clone()),
+            });
             if self.records.len() == REPORT_TURN_RECORDS {
                 self.records.remove(0);
                 self.records_dropped += 1;

@@ -1,0 +1,110 @@
+//! What a call tells the outside while it runs: transcripts, the bot starting
+//! and stopping to speak, barge-ins and each finished turn's timeline.
+//!
+//! The engine never waits for a listener: events go into a bounded queue with
+//! `try_send`, and an event that finds the queue full is dropped and counted
+//! ([`EventSink::dropped`]). A transport turns them into its own messages (the
+//! brisvox websocket protocol's `transcript`, `bot_speaking_*`, `turn_metrics`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use brisvox_core::Epoch;
+use brisvox_core::timeline::TurnRecord;
+use tokio::sync::mpsc;
+
+/// Capacity of the event queue a transport usually gives a call.
+pub const EVENT_QUEUE_CAPACITY: usize = 64;
+
+/// One event of a running call.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum EngineEvent {
+    /// A transcript of the caller's speech.
+    Transcript {
+        /// The text.
+        text: String,
+        /// Whether the STT will not revise it.
+        is_final: bool,
+    },
+    /// The first audio of `epoch`'s response reached the transport.
+    BotSpeakingStarted {
+        /// The response's epoch.
+        epoch: Epoch,
+    },
+    /// `epoch`'s response is over (played out, empty, failed or interrupted).
+    BotSpeakingStopped {
+        /// The response's epoch.
+        epoch: Epoch,
+    },
+    /// The caller talked over the bot: the transport's buffered audio must go.
+    Interrupted {
+        /// The interrupted epoch.
+        old: Epoch,
+        /// The caller's new turn.
+        new: Epoch,
+    },
+    /// A turn is finished; its metrics are `record.metrics()`.
+    TurnFinished {
+        /// The turn's timeline.
+        record: Box<TurnRecord>,
+    },
+}
+
+/// Where a call's events go: nowhere, or a bounded queue.
+#[derive(Debug, Clone, Default)]
+pub struct EventSink {
+    tx: Option<mpsc::Sender<EngineEvent>>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl EventSink {
+    /// A sink that discards every event.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// A sink and the receiver of its events, with room for `capacity` events.
+    pub fn channel(capacity: usize) -> (Self, mpsc::Receiver<EngineEvent>) {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        (
+            EventSink {
+                tx: Some(tx),
+                dropped: Arc::default(),
+            },
+            rx,
+        )
+    }
+
+    /// Offers an event without waiting; a full or closed queue drops it (counted).
+    pub fn emit(&self, event: EngineEvent) {
+        if let Some(tx) = &self.tx
+            && tx.try_send(event).is_err()
+        {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Events dropped because the queue was full or closed.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_queue_drops_and_counts_instead_of_waiting() {
+        let (sink, mut rx) = EventSink::channel(1);
+        sink.emit(EngineEvent::BotSpeakingStarted { epoch: Epoch(1) });
+        sink.emit(EngineEvent::BotSpeakingStopped { epoch: Epoch(1) });
+        assert_eq!(sink.dropped(), 1);
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            EngineEvent::BotSpeakingStarted { epoch: Epoch(1) }
+        );
+        EventSink::none().emit(EngineEvent::BotSpeakingStopped { epoch: Epoch(2) });
+    }
+}
