@@ -72,20 +72,28 @@ impl InboundAudio {
     }
 }
 
-/// Engine frames in, transport bytes out.
+/// Engine frames in, whole 20 ms transport frames out.
+///
+/// Frames of any length and rate go in with [`OutboundAudio::push`]; whole
+/// 20 ms frames in the transport's codec come out of
+/// [`OutboundAudio::next_frame`] (a resampler's output per call varies by a
+/// sample or two, and the engine may use 10 or 40 ms frames: the client still
+/// gets exact 20 ms frames). Less than a frame stays until the next push.
 #[derive(Debug)]
 pub struct OutboundAudio {
     codec: AudioCodec,
     rate_hz: u32,
+    frame_samples: usize,
     resampler: Option<StreamResampler>,
-    samples: Vec<i16>,
+    pending: Vec<i16>,
+    read: usize,
     bytes: Vec<u8>,
 }
 
 impl OutboundAudio {
     /// An encoder to `codec` at `rate_hz`. Frames already at `rate_hz` are only
-    /// encoded; frames at `engine_rate_hz` are resampled first (the resampler is
-    /// built here, so call this off the async workers).
+    /// re-framed and encoded; frames at `engine_rate_hz` are resampled first
+    /// (the resampler is built here, so call this off the async workers).
     pub fn new(
         codec: AudioCodec,
         rate_hz: u32,
@@ -96,12 +104,15 @@ impl OutboundAudio {
         } else {
             Some(StreamResampler::new(engine_rate_hz, rate_hz)?)
         };
+        let frame_samples = rate_hz as usize / 50;
         Ok(Self {
             codec,
             rate_hz,
+            frame_samples,
             resampler,
-            samples: Vec::with_capacity(rate_hz as usize / 25),
-            bytes: Vec::with_capacity(rate_hz as usize / 25 * 2),
+            pending: Vec::with_capacity(4 * frame_samples + 1920),
+            read: 0,
+            bytes: Vec::with_capacity(2 * frame_samples),
         })
     }
 
@@ -110,12 +121,16 @@ impl OutboundAudio {
         self.rate_hz
     }
 
-    /// Encodes one frame; the bytes are valid until the next call. A frame at a
-    /// rate this encoder was not built for gets a resampler built on the spot.
-    pub fn encode(&mut self, frame: &AudioFrame) -> Result<&[u8], ResamplerError> {
+    /// Takes one engine frame. A frame at a rate this encoder was not built
+    /// for gets a resampler built on the spot.
+    pub fn push(&mut self, frame: &AudioFrame) -> Result<(), ResamplerError> {
+        if self.read > 0 {
+            self.pending.drain(..self.read);
+            self.read = 0;
+        }
         if frame.sample_rate_hz() == self.rate_hz {
-            encode_into(self.codec, frame.samples(), &mut self.bytes);
-            return Ok(&self.bytes);
+            self.pending.extend_from_slice(frame.samples());
+            return Ok(());
         }
         let stale = self
             .resampler
@@ -124,16 +139,28 @@ impl OutboundAudio {
         if stale {
             self.resampler = Some(StreamResampler::new(frame.sample_rate_hz(), self.rate_hz)?);
         }
-        self.samples.clear();
         if let Some(r) = self.resampler.as_mut() {
-            r.process_into(frame.samples(), &mut self.samples);
+            r.process_into(frame.samples(), &mut self.pending);
         }
-        encode_into(self.codec, &self.samples, &mut self.bytes);
-        Ok(&self.bytes)
+        Ok(())
     }
 
-    /// Barge-in: forget the resampler's buffered input.
+    /// The next whole 20 ms frame in the transport's codec, if one is ready;
+    /// the bytes are valid until the next call.
+    pub fn next_frame(&mut self) -> Option<&[u8]> {
+        if self.pending.len() - self.read < self.frame_samples {
+            return None;
+        }
+        let samples = &self.pending[self.read..self.read + self.frame_samples];
+        encode_into(self.codec, samples, &mut self.bytes);
+        self.read += self.frame_samples;
+        Some(&self.bytes)
+    }
+
+    /// Barge-in: forget the partial frame and the resampler's buffered input.
     pub fn reset(&mut self) {
+        self.pending.clear();
+        self.read = 0;
         if let Some(r) = self.resampler.as_mut() {
             r.reset();
         }
@@ -191,14 +218,45 @@ mod tests {
     }
 
     #[test]
-    fn outbound_encodes_in_the_transport_codec() {
-        let frame = AudioFrame::from_samples(&[1000; 320], 16000).unwrap();
-        let mut pcm = OutboundAudio::new(AudioCodec::Pcm16, 16000, 16000).unwrap();
-        let bytes = pcm.encode(&frame).unwrap();
+    fn outbound_gives_exact_20ms_frames_in_the_transport_codec() {
+        for (codec, rate) in [
+            (AudioCodec::Pcm16, 16000),
+            (AudioCodec::Mulaw, 8000),
+            (AudioCodec::Pcm16, 24000),
+            (AudioCodec::Pcm16, 48000),
+            (AudioCodec::Mulaw, 16000),
+        ] {
+            let mut out = OutboundAudio::new(codec, rate, 16000).unwrap();
+            let frame = AudioFrame::from_samples(&[1000; 320], 16000).unwrap();
+            let want = codec.frame_bytes(rate);
+            let mut frames = 0;
+            for _ in 0..50 {
+                out.push(&frame).unwrap();
+                while let Some(bytes) = out.next_frame() {
+                    assert_eq!(bytes.len(), want, "{codec:?} {rate}");
+                    frames += 1;
+                }
+            }
+            assert!((47..=50).contains(&frames), "{codec:?} {rate}: {frames}");
+        }
+    }
+
+    #[test]
+    fn outbound_reframes_10ms_engine_frames_and_keeps_samples_exact() {
+        let mut out = OutboundAudio::new(AudioCodec::Pcm16, 16000, 16000).unwrap();
+        let half = AudioFrame::from_samples(&[1000; 160], 16000).unwrap();
+        out.push(&half).unwrap();
+        assert!(out.next_frame().is_none());
+        out.push(&half).unwrap();
+        let bytes = out.next_frame().unwrap();
         assert_eq!(bytes.len(), 640);
         assert_eq!(&bytes[..2], &1000i16.to_le_bytes());
-        let mut mulaw = OutboundAudio::new(AudioCodec::Mulaw, 8000, 16000).unwrap();
-        let total: usize = (0..10).map(|_| mulaw.encode(&frame).unwrap().len()).sum();
-        assert!((1200..=1600).contains(&total), "{total}");
+        out.push(&half).unwrap();
+        out.reset();
+        out.push(&half).unwrap();
+        assert!(
+            out.next_frame().is_none(),
+            "reset dropped the partial frame"
+        );
     }
 }

@@ -29,15 +29,15 @@ struct BrisvoxWire {
 
 impl Wire for BrisvoxWire {
     async fn frame(&mut self, frame: &AudioFrame) -> Result<(), axum::Error> {
-        let bytes = match self.audio.encode(frame) {
-            Ok(b) if !b.is_empty() => b.to_vec(),
-            Ok(_) => return Ok(()),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot resample an answer frame; dropped");
-                return Ok(());
-            }
-        };
-        self.sink.send(Message::Binary(bytes.into())).await
+        if let Err(e) = self.audio.push(frame) {
+            tracing::warn!(error = %e, "cannot resample an answer frame; dropped");
+            return Ok(());
+        }
+        while let Some(bytes) = self.audio.next_frame() {
+            let msg = Message::Binary(bytes.to_vec().into());
+            self.sink.send(msg).await?;
+        }
+        Ok(())
     }
 
     async fn clear(&mut self) -> Result<(), axum::Error> {

@@ -47,21 +47,18 @@ impl TwilioWire {
 
 impl Wire for TwilioWire {
     async fn frame(&mut self, frame: &AudioFrame) -> Result<(), axum::Error> {
-        let msg = match self.audio.encode(frame) {
-            Ok(b) if !b.is_empty() => {
-                self.playout.on_media_sent(b.len());
-                self.encoder.media(b)
+        if let Err(e) = self.audio.push(frame) {
+            tracing::warn!(error = %e, "cannot resample an answer frame; dropped");
+            return Ok(());
+        }
+        while let Some(bytes) = self.audio.next_frame() {
+            self.playout.on_media_sent(bytes.len());
+            let msg = self.encoder.media(bytes);
+            self.sink.send(Message::Text(msg.into())).await?;
+            self.frames_since_mark += 1;
+            if self.frames_since_mark >= MARK_EVERY_FRAMES {
+                self.send_mark().await?;
             }
-            Ok(_) => return Ok(()),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot resample an answer frame; dropped");
-                return Ok(());
-            }
-        };
-        self.sink.send(Message::Text(msg.into())).await?;
-        self.frames_since_mark += 1;
-        if self.frames_since_mark >= MARK_EVERY_FRAMES {
-            self.send_mark().await?;
         }
         Ok(())
     }
