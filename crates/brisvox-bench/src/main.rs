@@ -15,6 +15,7 @@ mod model_cpu;
 mod model_cpu_profile;
 mod model_cpu_smart_turn;
 mod report;
+mod v2v;
 
 use std::path::PathBuf;
 
@@ -35,7 +36,8 @@ subcommands:
               --streams LIST     stream counts, comma-separated (default 1,10,100,500)
               --smart-turn-runs N  runs per Smart Turn configuration (default 15)
               --out PATH         report file (default bench/results/model-cpu.md)
-              --compare-model PATH  also measure another Silero model file";
+              --compare-model PATH  also measure another Silero model file
+  v2v         voice-to-voice latency over the websocket (brisvox-bench v2v --help)";
 
 /// Options of `model-cpu`.
 struct ModelCpuArgs {
@@ -121,6 +123,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("model-cpu") => model_cpu(&args[1..]),
+        Some("v2v") => v2v::main(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             std::process::exit(2);

@@ -1,0 +1,356 @@
+//! `brisvox-bench v2v`: voice-to-voice latency of any server that speaks the
+//! brisvox websocket protocol v1 (`docs/WEBSOCKET_PROTOCOL.md`), measured from the
+//! outside.
+//!
+//! Each call sends `start` (PCM16 at the fixture's rate), streams the fixture on
+//! absolute 20 ms deadlines ([`schedule`]), keeps the line open with digital
+//! silence until the last reply has played, and classifies every utterance of
+//! the fixture ([`turns`]): V2V = arrival of the first non-silent bot message
+//! after the ground-truth end of speech minus that end. `--runs` calls in total,
+//! `--concurrency` at a time. Writes `NAME.md` and `NAME.json` (every sample).
+
+pub(crate) mod aggregate;
+pub(crate) mod client;
+pub(crate) mod fixture;
+pub(crate) mod header;
+pub(crate) mod schedule;
+pub(crate) mod stats;
+pub(crate) mod turns;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use aggregate::Aggregate;
+use client::{CallRecord, CallSettings, PreparedFixture};
+
+/// Usage of `v2v`.
+pub(crate) const USAGE: &str = "usage: brisvox-bench v2v --url ws://127.0.0.1:PORT/call [options]
+  --url URL               server websocket URL (or BRISVOX_BENCH_URL)
+  --fixture PATH          fixture WAV, sidecar NAME.json next to it; repeatable
+                          (default fixtures/en_two_utterances.wav)
+  --runs N                calls in total, spread over the fixtures (default 1)
+  --concurrency N         calls at once (default 1)
+  --response-window-ms MS time allowed for a reply after an end of speech (default 6000)
+  --linger-ms MS          bot silence after the last reply before `end` (default 800)
+  --label TEXT            what was measured (server, configuration), in the report
+  --out PATH              writes PATH.md and PATH.json (default: markdown to stdout)
+  --client-workers N      tokio worker threads of the client (default 2)";
+
+/// Options of `v2v`.
+#[derive(Debug, Clone)]
+pub(crate) struct V2vArgs {
+    /// Call settings.
+    pub(crate) call: CallSettings,
+    /// Fixture WAV paths.
+    pub(crate) fixtures: Vec<PathBuf>,
+    /// Calls in total.
+    pub(crate) runs: usize,
+    /// Calls at once.
+    pub(crate) concurrency: usize,
+    /// Free text for the report.
+    pub(crate) label: String,
+    /// Output stem.
+    pub(crate) out: Option<PathBuf>,
+    /// Client runtime threads.
+    pub(crate) client_workers: usize,
+}
+
+/// Parses a positive number for `flag`.
+pub(crate) fn parse_num<T: std::str::FromStr + PartialOrd + Default>(
+    flag: &str,
+    v: &str,
+) -> Result<T, String> {
+    match v.parse::<T>() {
+        Ok(x) if x > T::default() => Ok(x),
+        _ => Err(format!("bad value for {flag}: {v}")),
+    }
+}
+
+/// Default call settings (shared with `capacity`).
+pub(crate) fn default_call_settings() -> CallSettings {
+    CallSettings {
+        url: std::env::var("BRISVOX_BENCH_URL").unwrap_or_default(),
+        response_window_ms: 6000,
+        linger_ms: 800,
+        connect_timeout_ms: 5000,
+    }
+}
+
+fn parse(args: &[String]) -> Result<V2vArgs, String> {
+    let mut a = V2vArgs {
+        call: default_call_settings(),
+        fixtures: Vec::new(),
+        runs: 1,
+        concurrency: 1,
+        label: String::new(),
+        out: None,
+        client_workers: 2,
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let v = it
+            .next()
+            .ok_or_else(|| format!("{flag} needs a value\n\n{USAGE}"))?;
+        match flag.as_str() {
+            "--url" => a.call.url = v.clone(),
+            "--fixture" => a.fixtures.push(PathBuf::from(v)),
+            "--runs" => a.runs = parse_num(flag, v)?,
+            "--concurrency" => a.concurrency = parse_num(flag, v)?,
+            "--response-window-ms" => a.call.response_window_ms = parse_num(flag, v)?,
+            "--linger-ms" => a.call.linger_ms = parse_num(flag, v)?,
+            "--label" => a.label = v.clone(),
+            "--out" => a.out = Some(PathBuf::from(v)),
+            "--client-workers" => a.client_workers = parse_num(flag, v)?,
+            other => return Err(format!("unknown option {other}\n\n{USAGE}")),
+        }
+    }
+    if a.call.url.is_empty() {
+        return Err(format!("--url is required\n\n{USAGE}"));
+    }
+    if a.fixtures.is_empty() {
+        a.fixtures
+            .push(PathBuf::from("fixtures/en_two_utterances.wav"));
+    }
+    Ok(a)
+}
+
+/// A URL with any `token=` query value hidden, for printing.
+pub(crate) fn redact(url: &str) -> String {
+    match url.find("token=") {
+        Some(i) => {
+            let rest = &url[i + 6..];
+            let end = rest.find('&').map_or(url.len(), |j| i + 6 + j);
+            format!("{}***{}", &url[..i + 6], &url[end..])
+        }
+        None => url.to_string(),
+    }
+}
+
+/// Loads and frames the fixtures.
+pub(crate) fn prepare_fixtures(paths: &[PathBuf]) -> Result<Vec<Arc<PreparedFixture>>, String> {
+    paths
+        .iter()
+        .map(|p| fixture::load(p).map(|f| Arc::new(PreparedFixture::new(f))))
+        .collect()
+}
+
+/// Runs `runs` calls, at most `concurrency` at once, fixtures in rotation; the
+/// results in call order.
+pub(crate) async fn run_calls(
+    call: &CallSettings,
+    fixtures: &[Arc<PreparedFixture>],
+    runs: usize,
+    concurrency: usize,
+    id_prefix: &str,
+) -> Vec<CallRecord> {
+    let gate = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
+    let mut tasks = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let fx = fixtures[i % fixtures.len()].clone();
+        let call = call.clone();
+        let gate = gate.clone();
+        let id = format!("{id_prefix}-{i}");
+        tasks.push(tokio::spawn(async move {
+            let _permit = gate.acquire_owned().await;
+            client::run_call(&call, fx, &id).await
+        }));
+    }
+    let mut out = Vec::with_capacity(runs);
+    for t in tasks {
+        out.push(
+            t.await
+                .unwrap_or_else(|e| failed_record(&format!("call task: {e}"))),
+        );
+    }
+    out
+}
+
+/// A record for a call whose task died (a bug in the client, not the server).
+fn failed_record(error: &str) -> CallRecord {
+    CallRecord {
+        fixture: String::new(),
+        error: Some(error.to_string()),
+        turns: Vec::new(),
+        frames_sent: 0,
+        lateness_max_ms: 0.0,
+        frames_late_100ms: 0,
+        lateness_us: Vec::new(),
+        turn_metrics: Vec::new(),
+        clears: 0,
+        bot_audio_messages: 0,
+        end_reason: None,
+    }
+}
+
+/// Builds the client's runtime.
+pub(crate) fn runtime(workers: usize) -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))
+}
+
+/// Writes `stem.md` and `stem.json`, or the markdown to stdout without a stem.
+pub(crate) fn write_outputs(
+    stem: Option<&Path>,
+    md: &str,
+    json: &serde_json::Value,
+) -> Result<(), String> {
+    let Some(stem) = stem else {
+        println!("{md}");
+        return Ok(());
+    };
+    if let Some(dir) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let md_path = stem.with_extension("md");
+    let json_path = stem.with_extension("json");
+    std::fs::write(&md_path, md).map_err(|e| format!("{}: {e}", md_path.display()))?;
+    let text = serde_json::to_string_pretty(json).map_err(|e| e.to_string())?;
+    std::fs::write(&json_path, text + "\n").map_err(|e| format!("{}: {e}", json_path.display()))?;
+    eprintln!("wrote {} and {}", md_path.display(), json_path.display());
+    Ok(())
+}
+
+/// Entry point of `brisvox-bench v2v`.
+pub(crate) fn main(args: &[String]) -> Result<(), String> {
+    let a = parse(args)?;
+    let fixtures = prepare_fixtures(&a.fixtures)?;
+    let header = header::header_lines();
+    let rt = runtime(a.client_workers)?;
+    let started = std::time::Instant::now();
+    let calls = rt.block_on(run_calls(&a.call, &fixtures, a.runs, a.concurrency, "v2v"));
+    let wall_s = started.elapsed().as_secs_f64();
+    let agg = Aggregate::of(&calls);
+    let md = markdown(&a, &fixtures, &header, &agg, &calls, wall_s);
+    let json = serde_json::json!({
+        "schema": "brisvox-bench/v2v/1",
+        "header": header,
+        "label": a.label,
+        "url": redact(&a.call.url),
+        "fixtures": a.fixtures.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        "runs": a.runs,
+        "concurrency": a.concurrency,
+        "response_window_ms": a.call.response_window_ms,
+        "non_silent_peak": turns::NON_SILENT_PEAK,
+        "speaking_hold_ms": turns::SPEAKING_HOLD_US / 1000,
+        "wall_s": wall_s,
+        "summary": agg,
+        "calls": calls,
+    });
+    write_outputs(a.out.as_deref(), &md, &json)?;
+    if agg.unclean_turns() > 0 || agg.failed_calls > 0 {
+        eprintln!(
+            "v2v: WARNING: failed calls or unclean turns: percentiles understate the tail; not fit to commit as a latency result"
+        );
+    }
+    eprintln!("v2v: {}", agg.markdown().lines().next().unwrap_or(""));
+    Ok(())
+}
+
+fn markdown(
+    a: &V2vArgs,
+    fixtures: &[Arc<PreparedFixture>],
+    header: &[String],
+    agg: &Aggregate,
+    calls: &[CallRecord],
+    wall_s: f64,
+) -> String {
+    let mut s = String::from("# Voice-to-voice over the websocket (brisvox-bench v2v)\n\n");
+    for l in header {
+        s.push_str(l);
+        s.push('\n');
+    }
+    s.push_str(&format!(
+        "- target: {} ({}); {} calls, {} at once, {:.1} s\n\n",
+        redact(&a.call.url),
+        if a.label.is_empty() {
+            "no label"
+        } else {
+            &a.label
+        },
+        a.runs,
+        a.concurrency,
+        wall_s
+    ));
+    for f in fixtures {
+        let sc = &f.fixture.sidecar;
+        s.push_str(&format!(
+            "- fixture {}: {} Hz, {:.0} ms, ends of speech at {} ms\n",
+            sc.name,
+            sc.sample_rate_hz,
+            f.fixture.duration_ms(),
+            sc.utterances
+                .iter()
+                .map(|u| format!("{:.0}", u.end_ms))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    s.push_str(&format!(
+        "\nV2V = arrival of the first bot message with a sample of |peak| >= {} after the fixture's end of speech, minus that end; nearest-rank percentiles; response window {} ms.\n\n",
+        turns::NON_SILENT_PEAK,
+        a.call.response_window_ms
+    ));
+    s.push_str(&agg.markdown());
+    s.push_str("\n| call | fixture | turns (outcome V2V ms) | error |\n|---|---|---|---|\n");
+    for (i, c) in calls.iter().enumerate() {
+        let turns: Vec<String> = c
+            .turns
+            .iter()
+            .map(|t| match t.v2v_ms {
+                Some(v) => format!("{} {v:.1}", t.outcome.name()),
+                None => t.outcome.name().to_string(),
+            })
+            .collect();
+        s.push_str(&format!(
+            "| {i} | {} | {} | {} |\n",
+            c.fixture,
+            turns.join("; "),
+            c.error.as_deref().unwrap_or("")
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_redacted() {
+        assert_eq!(
+            redact("ws://h/call?token=abc&x=1"),
+            "ws://h/call?token=***&x=1"
+        );
+        assert_eq!(redact("ws://h/call?token=abc"), "ws://h/call?token=***");
+        assert_eq!(redact("ws://h/call"), "ws://h/call");
+    }
+
+    #[test]
+    fn options_parse_and_refuse_nonsense() {
+        let args: Vec<String> = [
+            "--url",
+            "ws://127.0.0.1:1/call",
+            "--runs",
+            "3",
+            "--concurrency",
+            "2",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let a = parse(&args).unwrap();
+        assert_eq!((a.runs, a.concurrency), (3, 2));
+        assert_eq!(
+            a.fixtures,
+            vec![PathBuf::from("fixtures/en_two_utterances.wav")]
+        );
+        let bad: Vec<String> = ["--url", "x", "--runs", "0"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert!(parse(&bad).is_err());
+    }
+}
