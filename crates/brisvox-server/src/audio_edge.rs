@@ -8,7 +8,6 @@
 
 use brisvox_audio::g711::G711Law;
 use brisvox_audio::resample::{ResamplerError, StreamResampler};
-use brisvox_core::AudioFrame;
 use brisvox_core::frame::{INTERNAL_FRAME_SAMPLES, INTERNAL_RATE_HZ};
 use brisvox_transport::AudioCodec;
 
@@ -121,26 +120,26 @@ impl OutboundAudio {
         self.rate_hz
     }
 
-    /// Takes one engine frame. A frame at a rate this encoder was not built
-    /// for gets a resampler built on the spot.
-    pub fn push(&mut self, frame: &AudioFrame) -> Result<(), ResamplerError> {
+    /// Takes answer audio: `samples` at `rate_hz`. Audio at a rate this
+    /// encoder was not built for gets a resampler built on the spot.
+    pub fn push(&mut self, samples: &[i16], rate_hz: u32) -> Result<(), ResamplerError> {
         if self.read > 0 {
             self.pending.drain(..self.read);
             self.read = 0;
         }
-        if frame.sample_rate_hz() == self.rate_hz {
-            self.pending.extend_from_slice(frame.samples());
+        if rate_hz == self.rate_hz {
+            self.pending.extend_from_slice(samples);
             return Ok(());
         }
         let stale = self
             .resampler
             .as_ref()
-            .is_none_or(|r| r.in_rate_hz() != frame.sample_rate_hz());
+            .is_none_or(|r| r.in_rate_hz() != rate_hz);
         if stale {
-            self.resampler = Some(StreamResampler::new(frame.sample_rate_hz(), self.rate_hz)?);
+            self.resampler = Some(StreamResampler::new(rate_hz, self.rate_hz)?);
         }
         if let Some(r) = self.resampler.as_mut() {
-            r.process_into(frame.samples(), &mut self.pending);
+            r.process_into(samples, &mut self.pending);
         }
         Ok(())
     }
@@ -227,11 +226,11 @@ mod tests {
             (AudioCodec::Mulaw, 16000),
         ] {
             let mut out = OutboundAudio::new(codec, rate, 16000).unwrap();
-            let frame = AudioFrame::from_samples(&[1000; 320], 16000).unwrap();
+            let frame = [1000i16; 320];
             let want = codec.frame_bytes(rate);
             let mut frames = 0;
             for _ in 0..50 {
-                out.push(&frame).unwrap();
+                out.push(&frame, 16000).unwrap();
                 while let Some(bytes) = out.next_frame() {
                     assert_eq!(bytes.len(), want, "{codec:?} {rate}");
                     frames += 1;
@@ -244,16 +243,16 @@ mod tests {
     #[test]
     fn outbound_reframes_10ms_engine_frames_and_keeps_samples_exact() {
         let mut out = OutboundAudio::new(AudioCodec::Pcm16, 16000, 16000).unwrap();
-        let half = AudioFrame::from_samples(&[1000; 160], 16000).unwrap();
-        out.push(&half).unwrap();
+        let half = [1000i16; 160];
+        out.push(&half, 16000).unwrap();
         assert!(out.next_frame().is_none());
-        out.push(&half).unwrap();
+        out.push(&half, 16000).unwrap();
         let bytes = out.next_frame().unwrap();
         assert_eq!(bytes.len(), 640);
         assert_eq!(&bytes[..2], &1000i16.to_le_bytes());
-        out.push(&half).unwrap();
+        out.push(&half, 16000).unwrap();
         out.reset();
-        out.push(&half).unwrap();
+        out.push(&half, 16000).unwrap();
         assert!(
             out.next_frame().is_none(),
             "reset dropped the partial frame"

@@ -155,14 +155,50 @@ impl CallInput {
 #[error("the call's transport is closed")]
 pub struct OutputClosed;
 
+/// Samples in one queued output chunk: 20 ms at 24 kHz, 10 ms at 48 kHz. A
+/// frame travels to the writer as one or more chunks, so that a queue slot
+/// stays under 1 KB (an [`AudioFrame`] holds 3.8 KB inline, and the queue
+/// allocates its slots 32 at a time).
+pub(crate) const OUT_CHUNK_SAMPLES: usize = 480;
+
+/// A piece of an answer frame, stored inline.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OutChunk {
+    samples: [i16; OUT_CHUNK_SAMPLES],
+    len: u16,
+    rate_hz: u32,
+}
+
+impl OutChunk {
+    fn new(samples: &[i16], rate_hz: u32) -> Self {
+        let mut chunk = Self {
+            samples: [0; OUT_CHUNK_SAMPLES],
+            len: samples.len().min(OUT_CHUNK_SAMPLES) as u16,
+            rate_hz,
+        };
+        chunk.samples[..usize::from(chunk.len)].copy_from_slice(&samples[..usize::from(chunk.len)]);
+        chunk
+    }
+
+    /// The samples.
+    pub(crate) fn samples(&self) -> &[i16] {
+        &self.samples[..usize::from(self.len)]
+    }
+
+    /// Their rate, in Hz.
+    pub(crate) fn rate_hz(&self) -> u32 {
+        self.rate_hz
+    }
+}
+
 /// What travels from a call's output to its socket writer.
-// Frames are the common item and `AudioFrame` is stored inline; boxing it would
-// allocate per frame on the media path.
+// Audio is the common item and is stored inline; boxing it would allocate per
+// frame on the media path.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum Outbound {
-    /// A frame, tagged with the clear generation it was sent in.
-    Frame { frame: AudioFrame, generation: u64 },
+    /// Audio, tagged with the clear generation it was sent in.
+    Audio { chunk: OutChunk, generation: u64 },
     /// Barge-in: drop frames of older generations, tell the client.
     Clear,
     /// An event for the client.
@@ -177,17 +213,29 @@ pub struct CallOutput {
 }
 
 impl CallOutput {
-    /// Hands one answer frame to the transport (any rate; see
-    /// [`CallStart::output_sample_rate_hz`]). Returns when the writer took it.
+    /// Hands one answer frame to the transport (any rate and length; see
+    /// [`CallStart::output_sample_rate_hz`]). Returns once the frame is in the
+    /// call's output queue.
     ///
     /// # Cancel safety
-    /// Cancel safe: a send dropped before it completes sends nothing.
+    /// Cancel safe: a send dropped before it completes sends nothing (room for
+    /// the whole frame is reserved before any of it is queued).
     pub async fn send_frame(&mut self, frame: AudioFrame) -> Result<(), OutputClosed> {
         let generation = self.generation.load(Ordering::Acquire);
-        self.tx
-            .send(Outbound::Frame { frame, generation })
+        let chunks = frame.samples().chunks(OUT_CHUNK_SAMPLES);
+        if chunks.len() == 0 {
+            return Ok(());
+        }
+        let permits = self
+            .tx
+            .reserve_many(chunks.len())
             .await
-            .map_err(|_| OutputClosed)
+            .map_err(|_| OutputClosed)?;
+        for (permit, samples) in permits.zip(chunks) {
+            let chunk = OutChunk::new(samples, frame.sample_rate_hz());
+            permit.send(Outbound::Audio { chunk, generation });
+        }
+        Ok(())
     }
 
     /// Barge-in: every frame handed over before this call is dropped, never
@@ -288,4 +336,51 @@ pub(crate) struct CallChannels {
     pub(crate) control_tx: mpsc::Sender<CallControl>,
     pub(crate) out_rx: mpsc::Receiver<Outbound>,
     pub(crate) generation: Arc<AtomicU64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_frame_travels_as_small_chunks_in_order() {
+        let (_input, mut output, mut chans) = call_channels();
+        let samples: Vec<i16> = (0..1920).map(|i| i as i16).collect();
+        let frame = AudioFrame::from_samples(&samples, 48_000).unwrap();
+        output.send_frame(frame).await.unwrap();
+        output.clear().await;
+        output
+            .send_frame(AudioFrame::from_samples(&[5; 480], 24_000).unwrap())
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            match chans.out_rx.recv().await.unwrap() {
+                Outbound::Audio { chunk, generation } => {
+                    assert_eq!((chunk.rate_hz(), generation), (48_000, 0));
+                    got.extend_from_slice(chunk.samples());
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(got, samples);
+        assert!(matches!(chans.out_rx.recv().await, Some(Outbound::Clear)));
+        match chans.out_rx.recv().await.unwrap() {
+            Outbound::Audio { chunk, generation } => {
+                assert_eq!((chunk.samples().len(), generation), (480, 1));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_queue_slot_stays_small() {
+        // The queue allocates 32 slots at a time: keep a block near 32 KB.
+        assert!(
+            std::mem::size_of::<Outbound>() <= 1024,
+            "{}",
+            std::mem::size_of::<Outbound>()
+        );
+        assert_eq!(std::mem::size_of::<QueuedFrame>(), 640);
+    }
 }

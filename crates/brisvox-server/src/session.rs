@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
-use brisvox_core::AudioFrame;
 use brisvox_transport::brisvox_ws::ServerEvent;
 use futures_util::SinkExt;
 use futures_util::stream::SplitSink;
@@ -89,9 +88,12 @@ pub(crate) enum WriterCmd {
 
 /// One transport's way of writing a call's output.
 pub(crate) trait Wire: Send + 'static {
-    /// Writes one answer frame.
-    fn frame(&mut self, frame: &AudioFrame)
-    -> impl Future<Output = Result<(), axum::Error>> + Send;
+    /// Writes answer audio (`samples` at `rate_hz`).
+    fn audio(
+        &mut self,
+        samples: &[i16],
+        rate_hz: u32,
+    ) -> impl Future<Output = Result<(), axum::Error>> + Send;
     /// Barge-in.
     fn clear(&mut self) -> impl Future<Output = Result<(), axum::Error>> + Send;
     /// Writes an event (or maps it to the transport's own messages).
@@ -158,14 +160,14 @@ async fn write_item<W: Wire>(
     metrics: &ServerMetrics,
 ) -> bool {
     let res = match item {
-        Outbound::Frame {
-            frame,
+        Outbound::Audio {
+            chunk,
             generation: g,
         } => {
             if g < generation.load(Ordering::Acquire) {
                 return false; // sent before a clear: never played
             }
-            wire.frame(&frame).await
+            wire.audio(chunk.samples(), chunk.rate_hz()).await
         }
         Outbound::Clear => wire.clear().await,
         Outbound::Event(ev) => {

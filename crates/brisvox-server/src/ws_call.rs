@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket};
-use brisvox_core::AudioFrame;
 use brisvox_transport::brisvox_ws::ServerEvent;
 use brisvox_transport::{ClientEvent, ClientMessage, ClientMessageDecoder, DecodeError, StartInfo};
 use futures_util::stream::SplitStream;
@@ -28,8 +27,8 @@ struct BrisvoxWire {
 }
 
 impl Wire for BrisvoxWire {
-    async fn frame(&mut self, frame: &AudioFrame) -> Result<(), axum::Error> {
-        if let Err(e) = self.audio.push(frame) {
+    async fn audio(&mut self, samples: &[i16], rate_hz: u32) -> Result<(), axum::Error> {
+        if let Err(e) = self.audio.push(samples, rate_hz) {
             tracing::warn!(error = %e, "cannot resample an answer frame; dropped");
             return Ok(());
         }

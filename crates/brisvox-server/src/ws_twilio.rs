@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket};
-use brisvox_core::AudioFrame;
 use brisvox_transport::brisvox_ws::ServerEvent;
 use brisvox_transport::twilio::{
     DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_MAX_TEXT_BYTES, MarkOutcome, TWILIO_SAMPLE_RATE_HZ,
@@ -46,8 +45,8 @@ impl TwilioWire {
 }
 
 impl Wire for TwilioWire {
-    async fn frame(&mut self, frame: &AudioFrame) -> Result<(), axum::Error> {
-        if let Err(e) = self.audio.push(frame) {
+    async fn audio(&mut self, samples: &[i16], rate_hz: u32) -> Result<(), axum::Error> {
+        if let Err(e) = self.audio.push(samples, rate_hz) {
             tracing::warn!(error = %e, "cannot resample an answer frame; dropped");
             return Ok(());
         }
