@@ -68,7 +68,12 @@ async fn bad_twilio_input_closes_with_a_code() {
     let doc: serde_json::Value = serde_json::from_str(FIXTURE).unwrap();
     let start = doc["messages"][1].to_string();
     let wrong_format = start.replace("audio/x-mulaw", "audio/l16");
-    let cases: [(Vec<String>, Option<Vec<u8>>, u16); 4] = [
+    let huge = format!(
+        r#"{{"event":"connected","protocol":"{}"}}"#,
+        "x".repeat(100_000)
+    );
+    let cases: [(Vec<String>, Option<Vec<u8>>, u16); 5] = [
+        (vec![huge], None, 1009),
         (vec!["not json".into()], None, 1002),
         (vec![wrong_format], None, 1003),
         (vec![], Some(vec![1, 2, 3]), 1003),
@@ -89,6 +94,6 @@ async fn bad_twilio_input_closes_with_a_code() {
             "no JSON errors towards Twilio: {events:?}"
         );
     }
-    common::wait_metric(addr, "brisvox_calls_total{outcome=\"protocol_error\"} 4").await;
+    common::wait_metric(addr, "brisvox_calls_total{outcome=\"protocol_error\"} 5").await;
     srv.drain(Duration::from_secs(1)).await;
 }
