@@ -33,8 +33,10 @@ pub mod deepgram;
 pub mod error;
 pub mod llm;
 pub mod mock;
+pub mod openai_llm;
 pub mod stt;
 pub mod tts;
+pub mod vendors;
 
 use std::future::Future;
 use std::pin::Pin;
