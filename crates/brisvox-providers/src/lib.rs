@@ -29,6 +29,7 @@
 //! Real vendor adapters (one module per vendor) come later; they implement the
 //! same traits over the same session types.
 
+pub mod cartesia;
 pub mod deepgram;
 pub mod error;
 pub mod llm;

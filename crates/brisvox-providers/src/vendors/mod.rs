@@ -14,6 +14,8 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+pub(crate) mod ws_tts;
+
 use crate::ProviderError;
 use crate::error::redact_url;
 
@@ -64,7 +66,6 @@ impl fmt::Display for ApiKey {
 }
 
 /// A client websocket to a vendor.
-#[allow(dead_code)] // used by the websocket adapters
 pub(crate) type VendorSocket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// Opens a websocket to `url` with `headers`, within `timeout`.
@@ -78,7 +79,6 @@ pub(crate) type VendorSocket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 /// # Cancel safety
 ///
 /// Cancel safe: dropping the future drops the half-open connection.
-#[allow(dead_code)] // used by the websocket adapters
 pub(crate) async fn connect_ws(
     url: &str,
     headers: Vec<(HeaderName, HeaderValue)>,
@@ -104,7 +104,6 @@ pub(crate) async fn connect_ws(
     }
 }
 
-#[allow(dead_code)] // used by the websocket adapters
 fn ws_connect_error(error: tokio_tungstenite::tungstenite::Error, url: &str) -> ProviderError {
     use tokio_tungstenite::tungstenite::Error as WsError;
     match error {
