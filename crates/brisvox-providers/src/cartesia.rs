@@ -211,8 +211,8 @@ impl TtsWire for CartesiaWire {
         None
     }
 
-    fn parse(&self, text: &str) -> Incoming {
-        parse_message(text)
+    fn parse(&self, text: &str) -> Vec<Incoming> {
+        vec![parse_message(text)]
     }
 
     fn close_error(&self, frame: Option<&CloseFrame>) -> ProviderError {
@@ -306,9 +306,12 @@ fn close_error(frame: Option<&CloseFrame>) -> ProviderError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vendors::ws_tts::TtsWire;
 
-    fn wire() -> CartesiaWire {
+    fn wire() -> impl Fn(&str) -> Incoming {
+        |text| parse_message(text)
+    }
+
+    fn codec() -> CartesiaWire {
         let defaults = CartesiaConfig::new(ApiKey::new("k"), "sonic-2", "voice-1");
         let config = TtsConfig {
             language: Some("en-US".into()),
@@ -319,7 +322,7 @@ mod tests {
 
     #[test]
     fn requests_carry_the_documented_fields() {
-        let w = wire();
+        let w = codec();
         let text: Value = serde_json::from_str(&w.text("c1", "Hello, ", true)[0]).unwrap();
         assert_eq!(text["model_id"], "sonic-2");
         assert_eq!(text["voice"], json!({"mode": "id", "id": "voice-1"}));
@@ -346,37 +349,37 @@ mod tests {
         let w = wire();
         let chunk = r#"{"type":"chunk","data":"AQACAA==","done":false,"status_code":206,"context_id":"c1"}"#;
         assert_eq!(
-            w.parse(chunk),
+            w(chunk),
             Incoming::Audio {
                 wire: "c1".into(),
                 pcm: vec![1, 0, 2, 0]
             }
         );
         assert_eq!(
-            w.parse(r#"{"type":"done","done":true,"context_id":"c1"}"#),
+            w(r#"{"type":"done","done":true,"context_id":"c1"}"#),
             Incoming::Done { wire: "c1".into() }
         );
         assert_eq!(
-            w.parse(r#"{"type":"flush_done","context_id":"c1"}"#),
+            w(r#"{"type":"flush_done","context_id":"c1"}"#),
             Incoming::Ignore
         );
         let refused = r#"{"type":"error","context_id":"c1","status_code":429,"error":"You have reached your concurrency limit of 2"}"#;
         assert!(matches!(
-            w.parse(refused),
+            w(refused),
             Incoming::ContextError { refused: true, .. }
         ));
         let bad_model = r#"{"type":"error","context_id":"c1","status_code":400,"error_code":"model_not_found","error":"Invalid model"}"#;
         assert_eq!(
-            w.parse(bad_model),
+            w(bad_model),
             Incoming::ContextError {
                 wire: "c1".into(),
                 error: ProviderError::server(400, "model_not_found"),
                 refused: false
             }
         );
-        assert!(matches!(w.parse("{oops"), Incoming::SessionError(_)));
+        assert!(matches!(w("{oops"), Incoming::SessionError(_)));
         assert!(matches!(
-            w.parse(r#"{"type":"chunk","context_id":"c1","data":"***"}"#),
+            w(r#"{"type":"chunk","context_id":"c1","data":"***"}"#),
             Incoming::SessionError(_)
         ));
     }

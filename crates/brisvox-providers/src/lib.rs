@@ -31,6 +31,7 @@
 
 pub mod cartesia;
 pub mod deepgram;
+pub mod elevenlabs;
 pub mod error;
 pub mod llm;
 pub mod mock;

@@ -54,8 +54,8 @@ pub(crate) trait TtsWire: Send + 'static {
     fn keepalive(&self, open: &[&str]) -> Vec<WsMessage>;
     /// The message to send before closing the socket, if any.
     fn goodbye(&self) -> Option<String>;
-    /// Parses one text message.
-    fn parse(&self, text: &str) -> Incoming;
+    /// Parses one text message (one message may carry audio and an end).
+    fn parse(&self, text: &str) -> Vec<Incoming>;
     /// The error for a close frame from the vendor.
     fn close_error(&self, frame: Option<&CloseFrame>) -> ProviderError;
 }
@@ -300,7 +300,14 @@ impl<W: TtsWire> WsTtsSession<W> {
             }
             Some(Ok(_)) => return Ok(()), // ping, pong, raw frame
         };
-        match self.wire.parse(&text) {
+        for incoming in self.wire.parse(&text) {
+            self.on_incoming(incoming).await?;
+        }
+        Ok(())
+    }
+
+    async fn on_incoming(&mut self, incoming: Incoming) -> Result<(), Stop> {
+        match incoming {
             Incoming::Audio { wire, pcm } => self.on_audio(&wire, &pcm).await,
             Incoming::Done { wire } => {
                 let Some(pos) = self.contexts.iter().position(|c| c.wire == wire) else {

@@ -4,6 +4,7 @@
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
 pub mod cartesia;
+pub mod elevenlabs;
 pub mod logs;
 pub mod openai;
 pub mod ws;
