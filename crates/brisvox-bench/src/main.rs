@@ -10,6 +10,7 @@
 //! ```
 
 mod alloc_count;
+mod capacity;
 mod cpu;
 mod model_cpu;
 mod model_cpu_profile;
@@ -37,7 +38,8 @@ subcommands:
               --smart-turn-runs N  runs per Smart Turn configuration (default 15)
               --out PATH         report file (default bench/results/model-cpu.md)
               --compare-model PATH  also measure another Silero model file
-  v2v         voice-to-voice latency over the websocket (brisvox-bench v2v --help)";
+  v2v         voice-to-voice latency over the websocket (brisvox-bench v2v --help)
+  capacity    concurrent calls within a p95 V2V limit (brisvox-bench capacity --help)";
 
 /// Options of `model-cpu`.
 struct ModelCpuArgs {
@@ -124,6 +126,7 @@ fn main() {
     let result = match args.first().map(String::as_str) {
         Some("model-cpu") => model_cpu(&args[1..]),
         Some("v2v") => v2v::main(&args[1..]),
+        Some("capacity") => capacity::main(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             std::process::exit(2);

@@ -77,6 +77,9 @@ pub(crate) fn default_call_settings() -> CallSettings {
 }
 
 fn parse(args: &[String]) -> Result<V2vArgs, String> {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        return Err(USAGE.to_string());
+    }
     let mut a = V2vArgs {
         call: default_call_settings(),
         fixtures: Vec::new(),

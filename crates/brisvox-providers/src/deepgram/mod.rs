@@ -51,8 +51,9 @@ pub(crate) async fn connect_socket(
     let mut request = url
         .into_client_request()
         .map_err(|_| ProviderError::connect("invalid Deepgram URL"))?;
-    let auth = HeaderValue::from_str(&format!("Token {key}"))
+    let mut auth = HeaderValue::from_str(&format!("Token {key}"))
         .map_err(|_| ProviderError::connect("the API key is not a valid header value"))?;
+    auth.set_sensitive(true);
     request.headers_mut().insert("Authorization", auth);
     let attempt = tokio_tungstenite::connect_async(request);
     match tokio::time::timeout(timeout, attempt).await {
