@@ -36,6 +36,7 @@ pub mod error;
 pub mod llm;
 pub mod mock;
 pub mod openai_llm;
+pub mod openai_transcribe;
 pub mod stt;
 pub mod tts;
 pub mod vendors;
