@@ -26,6 +26,7 @@ use crate::models::{Models, Providers, VerdictSource};
 use crate::report::{CallEnd, CallReport, FailureBook, ProviderStage};
 use crate::stages::audio_in::{AudioIn, AudioInParts, AudioInStats};
 use crate::stages::driver::{DriverInput, DriverOutcome, DriverParts, TurnDriver};
+use crate::stages::frame_queue::{self, QueueReceiver, QueueSender};
 use crate::stages::llm::{LlmInput, LlmParts, LlmStage};
 use crate::stages::output::{OutInput, OutputStage};
 use crate::stages::segmenter::{SegInput, SegmenterStage};
@@ -163,8 +164,8 @@ struct Channels {
     seg_rx: mpsc::Receiver<SegInput>,
     tts_tx: mpsc::Sender<TtsInput>,
     tts_rx: mpsc::Receiver<TtsInput>,
-    out_tx: mpsc::Sender<OutInput>,
-    out_rx: mpsc::Receiver<OutInput>,
+    out_tx: QueueSender<OutInput>,
+    out_rx: QueueReceiver<OutInput>,
 }
 
 impl Channels {
@@ -173,7 +174,7 @@ impl Channels {
         let (llm_tx, llm_rx) = mpsc::channel(q.llm);
         let (seg_tx, seg_rx) = mpsc::channel(q.segmenter);
         let (tts_tx, tts_rx) = mpsc::channel(q.tts);
-        let (out_tx, out_rx) = mpsc::channel(q.output);
+        let (out_tx, out_rx) = frame_queue::bounded(q.output);
         Channels {
             driver_tx,
             driver_rx,
@@ -301,7 +302,7 @@ impl Call {
     fn output_stage<K: TransportSink>(
         &self,
         sink: K,
-        inbox: mpsc::Receiver<OutInput>,
+        inbox: QueueReceiver<OutInput>,
         driver: mpsc::Sender<DriverInput>,
     ) -> OutputStage<K> {
         OutputStage::new(
@@ -360,7 +361,7 @@ impl Call {
         session: Option<TtsSession>,
         config: TtsConfig,
         inbox: mpsc::Receiver<TtsInput>,
-        output: mpsc::Sender<OutInput>,
+        output: QueueSender<OutInput>,
         framer: OutputFramer,
     ) -> TtsParts {
         TtsParts {

@@ -152,7 +152,7 @@ impl<S: crate::TransportSource> AudioIn<S> {
     }
 
     /// One caller frame. Returns false when the driver is gone.
-    async fn on_frame(&mut self, frame: &AudioFrame) -> bool {
+    pub(super) async fn on_frame(&mut self, frame: &AudioFrame) -> bool {
         self.stats.frames_in.fetch_add(1, Ordering::Relaxed);
         if self.origin.is_none() {
             // The first frame's audio began one frame duration before it arrived.

@@ -18,11 +18,15 @@
 
 pub(crate) mod audio_in;
 pub(crate) mod driver;
+pub(crate) mod frame_queue;
 pub(crate) mod llm;
 pub(crate) mod output;
 pub(crate) mod segmenter;
 pub(crate) mod stt;
 pub(crate) mod tts;
+
+#[cfg(test)]
+mod hot_path_tests;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
@@ -119,6 +123,28 @@ pub(crate) async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
+/// A bounded inbox of the next stage, as its sender sees it.
+pub(crate) trait Outbox<T> {
+    /// Sends `item`, waiting for room; false if the receiver is gone.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: if dropped before it completes, the item was not sent.
+    async fn put(&self, item: T) -> bool;
+}
+
+impl<T> Outbox<T> for mpsc::Sender<T> {
+    async fn put(&self, item: T) -> bool {
+        self.send(item).await.is_ok()
+    }
+}
+
+impl<T> Outbox<T> for frame_queue::QueueSender<T> {
+    async fn put(&self, item: T) -> bool {
+        self.send(item).await.is_ok()
+    }
+}
+
 /// Sends `item` of `epoch` downstream, waiting for room, unless the epoch goes
 /// stale first. Returns false when the item was dropped (stale or the
 /// receiver is gone).
@@ -126,8 +152,8 @@ pub(crate) async fn sleep_until(deadline: Option<Instant>) {
 /// # Cancel safety
 ///
 /// Cancel safe: if dropped before it completes, the item was not sent.
-pub(crate) async fn forward<T>(
-    tx: &mpsc::Sender<T>,
+pub(crate) async fn forward<T, O: Outbox<T>>(
+    tx: &O,
     item: T,
     epoch: Epoch,
     floor: &mut watch::Receiver<Epoch>,
@@ -135,6 +161,6 @@ pub(crate) async fn forward<T>(
     tokio::select! {
         biased;
         () = stale(floor, epoch) => false,
-        sent = tx.send(item) => sent.is_ok(),
+        sent = tx.put(item) => sent,
     }
 }

@@ -29,6 +29,7 @@ use brisvox_core::{AudioFrame, Epoch};
 use tokio::sync::{mpsc, watch};
 
 use super::driver::DriverInput;
+use super::frame_queue::QueueReceiver;
 use super::{SharedTimeline, mark, now, shutdown, sleep_until, stale};
 use crate::transport::TransportSink;
 
@@ -48,7 +49,7 @@ struct Closed;
 /// The output stage actor.
 pub(crate) struct OutputStage<K> {
     sink: K,
-    inbox: mpsc::Receiver<OutInput>,
+    inbox: QueueReceiver<OutInput>,
     pacer: OutputPacer,
     /// The epoch of every item queued in the pacer, in the pacer's order.
     queued: VecDeque<Epoch>,
@@ -65,7 +66,7 @@ impl<K: TransportSink> OutputStage<K> {
     /// Builds the actor.
     pub(crate) fn new(
         sink: K,
-        inbox: mpsc::Receiver<OutInput>,
+        inbox: QueueReceiver<OutInput>,
         driver: mpsc::Sender<DriverInput>,
         timeline: SharedTimeline,
         frames_out: Arc<AtomicU64>,

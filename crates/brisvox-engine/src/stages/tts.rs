@@ -32,6 +32,7 @@ use brisvox_text::Language;
 use brisvox_text::normalize::{needs_offload, normalize};
 use tokio::sync::{mpsc, watch};
 
+use super::frame_queue::QueueSender;
 use super::output::OutInput;
 use super::{
     SharedTimeline, forward, mark, now, shutdown, sleep_until, stale_opt, unless_shutdown,
@@ -68,7 +69,7 @@ pub(crate) struct TtsStage {
     sender: Option<TtsSender>,
     events: Option<TtsEvents>,
     inbox: mpsc::Receiver<TtsInput>,
-    output: mpsc::Sender<OutInput>,
+    output: QueueSender<OutInput>,
     framer: OutputFramer,
     language: Language,
     seq: u32,
@@ -87,7 +88,7 @@ pub(crate) struct TtsParts {
     pub(crate) config: TtsConfig,
     pub(crate) session: Option<TtsSession>,
     pub(crate) inbox: mpsc::Receiver<TtsInput>,
-    pub(crate) output: mpsc::Sender<OutInput>,
+    pub(crate) output: QueueSender<OutInput>,
     pub(crate) framer: OutputFramer,
     pub(crate) language: Language,
     pub(crate) stall_limit: Duration,
