@@ -311,6 +311,9 @@ async fn run(mut backend: SttBackend, mut state: SessionState) {
         } else {
             state.pending.front().map(|p| p.at)
         };
+        if state.closing && due.is_none() {
+            break None;
+        }
         tokio::select! {
             biased;
             input = backend.recv(), if !state.closing => {
@@ -323,7 +326,8 @@ async fn run(mut backend: SttBackend, mut state: SessionState) {
                     break end;
                 }
             }
-            else => break None,
+            // No one reads events any more: nothing left to do.
+            () = events.closed() => break None,
         }
     };
     // The engine may be gone already; there is no one else to tell.

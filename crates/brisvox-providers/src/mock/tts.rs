@@ -296,6 +296,8 @@ impl SessionActor {
             tokio::select! {
                 biased;
                 () = backend.cancels.cancelled() => state.retire_cancelled(&backend.cancels),
+                // No one reads events any more: nothing left to do.
+                () = events.closed() => return,
                 input = backend.input.recv() => {
                     if !state.on_input(input, events).await {
                         break;
