@@ -168,3 +168,28 @@ async fn an_idle_session_sends_keep_alives_for_open_contexts() {
                 .is_err()
     );
 }
+
+#[tokio::test]
+async fn an_empty_response_is_done_without_opening_a_vendor_context() {
+    let fake = fake(ElevenLabsScript::default()).await;
+    let mut session = tts(&fake).connect(TtsConfig::default()).await.unwrap();
+    let c = ctx(1, 0);
+    session.sender().start_context(c).await.unwrap();
+    session.sender().flush(c).await.unwrap();
+    assert_eq!(next_event(&mut session).await, TtsEvent::Done { ctx: c });
+    let c2 = ctx(1, 1);
+    session.sender().start_context(c2).await.unwrap();
+    session.sender().send_text(c2, "Next.").await.unwrap();
+    session.sender().flush(c2).await.unwrap();
+    assert_eq!(
+        events_until_end(&mut session).await.last(),
+        Some(&TtsEvent::Done { ctx: c2 })
+    );
+    assert!(
+        fake.received()
+            .iter()
+            .all(|m| m["context_id"] != json!("brisvox-1-0")),
+        "{:?}",
+        fake.received()
+    );
+}

@@ -266,6 +266,12 @@ impl<W: TtsWire> WsTtsSession<W> {
                 if c.flushed {
                     return Ok(());
                 }
+                if c.texts.is_empty() {
+                    // Nothing was said: no vendor context was opened, so
+                    // there is nothing to flush and no end to wait for.
+                    self.contexts.retain(|c| c.id != ctx);
+                    return self.emit(TtsEvent::Done { ctx }).await;
+                }
                 c.flushed = true;
                 c.first_text_at.get_or_insert_with(Instant::now);
                 let messages = c
