@@ -178,3 +178,31 @@ async fn reconnects_stop_after_the_configured_attempts() {
         "first + two attempts"
     );
 }
+
+#[tokio::test]
+async fn frames_beyond_the_replay_bound_drop_the_oldest() {
+    let mut fake = FakeWs::start().await;
+    let stt = provider(&fake, |o| o.reconnect_buffer_ms = 40);
+    let (sender, _events) = stt.connect(SttConfig::default()).await.unwrap().split();
+    let conn = fake.accept().await;
+    fake.refuse_next(503, None);
+    conn.close(1011, "NET-0001").await;
+    let waited = tokio::time::Instant::now();
+    while fake.upgrades.load(Ordering::SeqCst) < 2 {
+        assert!(waited.elapsed() < PATIENCE, "no reconnect attempt");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let frames = counting_frames(100, 5);
+    for f in &frames {
+        sender.send_audio(f).unwrap();
+    }
+    let mut conn = fake.accept().await;
+    let (audio, _) = conn.audio_bytes(2 * 640).await;
+    assert_eq!(audio, bytes_of(&frames[3..]), "the newest 40 ms survive");
+    sender.finalize().await.unwrap();
+    assert_eq!(
+        conn.recv().await,
+        Got::Text(FINALIZE.into()),
+        "nothing more was replayed"
+    );
+}

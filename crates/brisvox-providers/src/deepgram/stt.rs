@@ -416,7 +416,9 @@ impl ListenTask {
     }
 
     async fn on_audio(&mut self, samples: &[i16]) -> Flow {
-        if self.replay.push(samples) > 0 && self.replay.dropped == self.replay.cap as u64 {
+        let dropped_before = self.replay.dropped;
+        if self.replay.push(samples) > 0 && dropped_before == 0 {
+            // Logged once per session; the count is in the reconnect log line.
             tracing::warn!("Deepgram replay buffer full; dropping the oldest audio");
         }
         if matches!(self.link, Link::Up { .. }) {
@@ -594,6 +596,7 @@ impl ListenTask {
         tracing::info!(
             replay_ms =
                 self.replay.samples.len() as u64 * 1000 / u64::from(self.sample_rate_hz.max(1)),
+            dropped_samples = self.replay.dropped,
             "Deepgram listen socket reconnected"
         );
         let replay: Vec<i16> = self.replay.samples.iter().copied().collect();
