@@ -44,7 +44,15 @@ pub enum EngineEvent {
         /// The caller's new turn.
         new: Epoch,
     },
-    /// A turn is finished; its metrics are `record.metrics()`.
+    /// `epoch`'s response has played out: the turn's timeline so far, with
+    /// every latency metric of an answered turn (`record.metrics()`). Sent at
+    /// once, so a client sees a turn's metrics without waiting for the next turn.
+    ResponseDone {
+        /// The turn's timeline when its response ended.
+        record: Box<TurnRecord>,
+    },
+    /// A turn is finished (the next turn started, or the call ended); its
+    /// metrics are `record.metrics()`, including a barge-in's `time_to_silence`.
     TurnFinished {
         /// The turn's timeline.
         record: Box<TurnRecord>,

@@ -19,6 +19,7 @@ pub mod admission;
 pub mod agent;
 pub mod audio_edge;
 pub mod cli;
+pub mod engine;
 pub mod fd_limit;
 pub mod handler;
 pub mod http;

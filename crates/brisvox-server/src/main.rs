@@ -6,10 +6,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use brisvox_server::admission::NoPoolPressure;
+use brisvox_server::admission::{NoPoolPressure, PoolPressure};
 use brisvox_server::agent::{AgentSettings, process_env};
 use brisvox_server::cli::{Cli, Command, LogArgs, ModelsAction};
-use brisvox_server::handler::{CallHandler, EchoCallHandler};
+use brisvox_server::engine::EngineCallHandler;
+use brisvox_server::handler::CallHandler;
 use brisvox_server::metrics::ServerMetrics;
 use brisvox_server::serve::{ServerConfig, serve_until_signal};
 use clap::Parser;
@@ -32,13 +33,21 @@ fn main() -> ExitCode {
     }
 }
 
-/// The call handler. Integration point: the engine's `run_call` goes here.
-/// Until it is linked, calls are echoed (a test double, said loudly).
-fn call_handler() -> Arc<dyn CallHandler> {
-    tracing::warn!(
-        "no call engine is linked into this build: calls are ECHOED back (test double, not the product)"
+/// The call engine and the admission guard over its VAD queue. Loads the
+/// models (blocking: before the runtime starts).
+fn call_handler(
+    settings: &AgentSettings,
+) -> anyhow::Result<(Arc<dyn CallHandler>, Box<dyn PoolPressure>)> {
+    let handler = EngineCallHandler::new(settings)?;
+    let pressure = handler
+        .pool_pressure()
+        .unwrap_or_else(|| Box::new(NoPoolPressure));
+    tracing::info!(
+        vad = ?settings.vad.detector,
+        turn_analyzer = ?settings.turn.analyzer,
+        "call engine ready"
     );
-    Arc::new(EchoCallHandler)
+    Ok((Arc::new(handler), pressure))
 }
 
 /// `brisvox serve`.
@@ -59,11 +68,12 @@ fn serve(
         Some(b) => b,
         None => settings.server.bind.parse().context("server.bind")?,
     };
+    let (handler, pressure) = call_handler(&settings)?;
     let config = ServerConfig {
         agent: Arc::new(settings),
         bind,
-        handler: call_handler(),
-        pressure: Box::new(NoPoolPressure),
+        handler,
+        pressure,
         metrics: ServerMetrics::new(),
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

@@ -39,7 +39,7 @@ fn resolved_settings_never_show_a_secret() {
     );
     assert!(stdout.contains("provider = \"deepgram\""));
     assert!(
-        stdout.contains("min_silence_ms = 300"),
+        stdout.contains("min_silence_ms = 100"),
         "resolved values are printed"
     );
 }

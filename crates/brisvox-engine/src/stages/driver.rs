@@ -8,19 +8,23 @@
 //! Actions: marks go to the shared timeline (a `TurnEnd` also ends the turn in
 //! the Smart Turn ring); `FinalizeStt` goes to the STT stage (never waited on);
 //! `RequestVerdict` runs the [`VerdictSource`] (a fixed verdict is answered at
-//! once; a Smart Turn analysis runs on its pool, and on an inline pool its
-//! result is taken as soon as it is submitted); responses go to the LLM stage;
+//! once; a Smart Turn analysis goes through a [`SmartTurnService`], whose
+//! snapshot buffers are reused and whose refused and late analyses are failed
+//! verdicts, counted; on an inline pool its result is taken as soon as it is
+//! submitted); responses go to the LLM stage;
 //! `CancelResponse` and `Interrupt` raise the epoch floor, which every stage
 //! watches (the output stage clears the transport); `EndCall` ends the driver.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
 use brisvox_core::Epoch;
 use brisvox_core::timeline::{TurnEvent, TurnRecord};
-use brisvox_models::pool::{JobHandle, PoolError, Priority};
 use brisvox_models::smart_turn::{
-    RING_SAMPLES, SmartTurnError, SmartTurnRing, Verdict as ModelVerdict,
+    PendingVerdict, SmartTurnError, SmartTurnRing, SmartTurnService, Verdict as ModelVerdict,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -66,8 +70,26 @@ pub(crate) struct DriverOutcome {
     pub(crate) records_dropped: u64,
 }
 
-/// A Smart Turn job's result and the snapshot buffer it hands back.
-type AnalysisResult = (Result<ModelVerdict, SmartTurnError>, Vec<i16>);
+/// Where the driver's verdicts come from.
+enum Verdicts {
+    /// Every stop gets this verdict at once.
+    Fixed(Verdict),
+    /// Smart Turn analyses through the service.
+    Service(SmartTurnService),
+}
+
+impl Verdicts {
+    fn new(source: VerdictSource) -> Self {
+        match source {
+            VerdictSource::Fixed(verdict) => Verdicts::Fixed(verdict),
+            // A service of the call's own around the given pool.
+            VerdictSource::SmartTurn { model, pool } => {
+                Verdicts::Service(SmartTurnService::with_pool(model, pool))
+            }
+            VerdictSource::Service(service) => Verdicts::Service(service),
+        }
+    }
+}
 
 /// The TurnDriver actor.
 pub(crate) struct TurnDriver {
@@ -77,12 +99,11 @@ pub(crate) struct TurnDriver {
     floor: watch::Sender<Epoch>,
     llm: mpsc::Sender<LlmInput>,
     finalize: mpsc::Sender<()>,
-    verdicts: VerdictSource,
+    verdicts: Verdicts,
     ring: Option<Arc<Mutex<SmartTurnRing>>>,
     events: EventSink,
     /// The analysis in flight on a threaded pool.
-    analysis: Option<(StopId, JobHandle<AnalysisResult>)>,
-    snapshot: Option<Vec<i16>>,
+    analysis: Option<(StopId, PendingVerdict)>,
     records: Vec<TurnRecord>,
     records_dropped: u64,
     end: Option<CallEnd>,
@@ -106,10 +127,6 @@ pub(crate) struct DriverParts {
 impl TurnDriver {
     /// Builds the actor.
     pub(crate) fn new(parts: DriverParts) -> Self {
-        let snapshot = parts
-            .ring
-            .as_ref()
-            .map(|_| Vec::with_capacity(RING_SAMPLES));
         TurnDriver {
             machine: parts.machine,
             inbox: parts.inbox,
@@ -117,11 +134,10 @@ impl TurnDriver {
             floor: parts.floor,
             llm: parts.llm,
             finalize: parts.finalize,
-            verdicts: parts.verdicts,
+            verdicts: Verdicts::new(parts.verdicts),
             ring: parts.ring,
             events: parts.events,
             analysis: None,
-            snapshot,
             records: Vec::new(),
             records_dropped: 0,
             end: None,
@@ -203,6 +219,7 @@ impl TurnDriver {
             DriverInput::ResponseFinished(epoch) => {
                 m.handle_response_finished(now(), epoch);
                 self.events.emit(EngineEvent::BotSpeakingStopped { epoch });
+                self.emit_response_done(epoch);
             }
             DriverInput::SttLost => self.end = Some(CallEnd::SttLost),
             DriverInput::Hangup => self.end = Some(CallEnd::Hangup),
@@ -262,6 +279,22 @@ impl TurnDriver {
         }
     }
 
+    /// Tells the listener the metrics of `epoch`'s turn now that its response ended.
+    fn emit_response_done(&self, epoch: Epoch) {
+        let record = self
+            .timeline
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .open_turn()
+            .filter(|t| t.epoch() == epoch)
+            .cloned();
+        if let Some(record) = record {
+            self.events.emit(EngineEvent::ResponseDone {
+                record: Box::new(record),
+            });
+        }
+    }
+
     /// Moves finished turn records from the timeline into the report.
     fn collect_records(&mut self) {
         let mut timeline = self.timeline.lock().unwrap_or_else(PoisonError::into_inner);
@@ -284,55 +317,44 @@ impl TurnDriver {
     }
 
     fn request_verdict(&mut self, stop: StopId) {
-        let (model, pool) = match &self.verdicts {
-            VerdictSource::Fixed(verdict) => {
+        let service = match &self.verdicts {
+            Verdicts::Fixed(verdict) => {
                 self.machine.handle_verdict(now(), stop, *verdict);
                 return;
             }
-            VerdictSource::SmartTurn { model, pool } => (Arc::clone(model), pool.clone()),
+            Verdicts::Service(service) => service,
         };
-        let mut snapshot = self
-            .snapshot
-            .take()
-            .unwrap_or_else(|| Vec::with_capacity(RING_SAMPLES));
+        // From the service's free list; it goes back there after the analysis.
+        let mut snapshot = service.snapshot_buffer();
         if let Some(ring) = &self.ring {
             ring.lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .snapshot_into(&mut snapshot);
         }
-        let job = move || {
-            let verdict = model.analyze(&snapshot);
-            (verdict, snapshot)
-        };
-        match pool.submit(Priority::Normal, None, job) {
-            Ok(mut handle) => match handle.try_take() {
-                Some(result) => self.on_analysis_of(stop, result),
-                None => self.analysis = Some((stop, handle)),
-            },
-            Err(_) => self.machine.handle_verdict(now(), stop, Verdict::Failed),
+        let mut pending = service.analyze(snapshot);
+        // A refusal, or an inline pool's verdict, is ready now: handle it in order.
+        match Pin::new(&mut pending).poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(result) => self.on_analysis_of(stop, result),
+            Poll::Pending => self.analysis = Some((stop, pending)),
         }
     }
 
-    fn on_analysis(&mut self, result: Result<AnalysisResult, PoolError>) {
+    fn on_analysis(&mut self, result: Result<ModelVerdict, SmartTurnError>) {
         if let Some((stop, _)) = self.analysis.take() {
             self.on_analysis_of(stop, result);
         }
     }
 
-    fn on_analysis_of(&mut self, stop: StopId, result: Result<AnalysisResult, PoolError>) {
+    /// Refused, late and failed analyses are failed verdicts (counted by the
+    /// machine; the service counts them by kind).
+    fn on_analysis_of(&mut self, stop: StopId, result: Result<ModelVerdict, SmartTurnError>) {
         let verdict = match result {
-            Ok((verdict, buffer)) => {
-                self.snapshot = Some(buffer);
-                match verdict {
-                    Ok(v) if v.complete => Verdict::Complete {
-                        probability: v.probability,
-                    },
-                    Ok(v) => Verdict::Incomplete {
-                        probability: v.probability,
-                    },
-                    Err(_) => Verdict::Failed,
-                }
-            }
+            Ok(v) if v.complete => Verdict::Complete {
+                probability: v.probability,
+            },
+            Ok(v) => Verdict::Incomplete {
+                probability: v.probability,
+            },
             Err(_) => Verdict::Failed,
         };
         self.machine.handle_verdict(now(), stop, verdict);
@@ -345,10 +367,10 @@ impl TurnDriver {
 ///
 /// Cancel safe: the handle stays in place until it resolves.
 async fn analysis(
-    pending: &mut Option<(StopId, JobHandle<AnalysisResult>)>,
-) -> Result<AnalysisResult, PoolError> {
+    pending: &mut Option<(StopId, PendingVerdict)>,
+) -> Result<ModelVerdict, SmartTurnError> {
     match pending {
-        Some((_, handle)) => handle.await,
+        Some((_, verdict)) => verdict.await,
         None => std::future::pending().await,
     }
 }

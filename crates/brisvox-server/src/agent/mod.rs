@@ -15,7 +15,7 @@ mod server;
 
 pub use policy::{
     DEFAULT_INCOMPLETE_TIMEOUT_MS, DEFAULT_SILENCE_MS, InterruptionSettings, LimitsSettings,
-    TurnPolicy, TurnSettings, VadSettings,
+    TurnAnalyzer, TurnPolicy, TurnSettings, VadDetector, VadSettings,
 };
 pub use providers::{
     DeepgramSttSettings, EnvLookup, LlmProvider, LlmSection, LocalModelSettings, MockLlmSettings,

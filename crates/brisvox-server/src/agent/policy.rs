@@ -16,6 +16,30 @@ pub enum TurnPolicy {
     Fixed,
 }
 
+/// What gives the end-of-turn verdict at a VAD stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnAnalyzer {
+    /// Smart Turn v3.2 on the call's last 8 s of audio (needs the model files).
+    #[default]
+    SmartTurn,
+    /// Every stop is "complete" at once: no model (benchmarks of the framework
+    /// alone, machines without the model files).
+    AlwaysComplete,
+}
+
+/// Which voice activity detector runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VadDetector {
+    /// Silero VAD v6, batched across calls (needs the model files).
+    #[default]
+    Silero,
+    /// Loudness only: a 32 ms window at or above `energy_dbfs` is speech. No
+    /// model; for benchmarks of the framework alone and clean audio.
+    Energy,
+}
+
 /// Adaptive policy: default `incomplete_timeout_ms`.
 pub const DEFAULT_INCOMPLETE_TIMEOUT_MS: u32 = 3000;
 
@@ -28,6 +52,8 @@ pub const DEFAULT_SILENCE_MS: u32 = 700;
 pub struct TurnSettings {
     /// The policy.
     pub policy: TurnPolicy,
+    /// What gives the verdict under the adaptive policy.
+    pub analyzer: TurnAnalyzer,
     /// Adaptive: the longest wait after an "incomplete" verdict, in ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incomplete_timeout_ms: Option<u32>,
@@ -44,6 +70,7 @@ impl Default for TurnSettings {
     fn default() -> Self {
         Self {
             policy: TurnPolicy::Adaptive,
+            analyzer: TurnAnalyzer::SmartTurn,
             // Filled in by the check for the policy in force.
             incomplete_timeout_ms: None,
             silence_ms: None,
@@ -87,6 +114,10 @@ impl TurnSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct VadSettings {
+    /// Which detector runs.
+    pub detector: VadDetector,
+    /// The energy detector's speech level, in dBFS (full scale 32768).
+    pub energy_dbfs: f32,
     /// Speech probability at which speech starts, 0 to 1.
     pub start_threshold: f32,
     /// Speech probability under which speech may stop, 0 to 1, not above
@@ -102,12 +133,16 @@ pub struct VadSettings {
 
 impl Default for VadSettings {
     fn default() -> Self {
+        // The engine's defaults: a stop after 100 ms of silence (4 Silero
+        // windows), speech from 64 ms (2 windows), Silero's own 30 ms pad.
         Self {
+            detector: VadDetector::Silero,
+            energy_dbfs: -40.0,
             start_threshold: 0.5,
             stop_threshold: 0.35,
-            min_silence_ms: 300,
+            min_silence_ms: 100,
             speech_pad_ms: 30,
-            min_speech_ms: 250,
+            min_speech_ms: 64,
         }
     }
 }
@@ -127,6 +162,13 @@ impl VadSettings {
                 "vad.stop_threshold",
                 self.stop_threshold,
                 "a number not above vad.start_threshold",
+            ));
+        }
+        if !(-90.0..=0.0).contains(&self.energy_dbfs) {
+            return Err(AgentError::invalid(
+                "vad.energy_dbfs",
+                self.energy_dbfs,
+                "a level from -90 to 0 dBFS",
             ));
         }
         range("vad.min_silence_ms", self.min_silence_ms, 32, 5000)?;

@@ -1,0 +1,483 @@
+//! The call engine behind the websocket routes: [`EngineCallHandler`].
+//!
+//! One handler serves the whole process. It is built once at startup from the
+//! agent file: the models are loaded then (one Silero session and one Smart
+//! Turn session per process, never per call), the VAD runs on its own inference
+//! pool with windows of every call batched together, and Smart Turn runs on a
+//! second pool so an analysis never delays VAD windows. Each call gets an
+//! [`EngineConfig`] derived from the agent file and runs
+//! [`brisvox_engine::run_call_with_events`]; the engine's events become the
+//! protocol's `transcript`, `bot_speaking_*` and `turn_metrics` messages.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use brisvox_core::AudioFrame;
+use brisvox_core::timeline::TurnRecord;
+use brisvox_engine::turn::{BargeInConfig, IdleConfig, TurnConfig, TurnPolicy as EnginePolicy};
+use brisvox_engine::{
+    EngineConfig, EngineEvent, EventSink, Models, Providers, TransportClosed, TransportSink,
+    TransportSource, VadSource, VerdictSource, events::EVENT_QUEUE_CAPACITY,
+};
+use brisvox_models::pool::{InferencePool, PoolConfig};
+use brisvox_models::smart_turn::{SmartTurn, SmartTurnConfig};
+use brisvox_models::vad::service::{VadService, VadServiceConfig};
+use brisvox_models::vad::silero::{SileroModel, SileroRate};
+use brisvox_providers::mock::Latency;
+use brisvox_providers::mock::{
+    MockLlm, MockLlmConfig, MockStt, MockSttConfig, MockTts, MockTtsConfig,
+};
+use brisvox_transport::brisvox_ws::{ServerEvent, TurnMetricsMs};
+use tokio::sync::mpsc;
+
+use crate::admission::{DEFAULT_QUEUE_CONFIRM, PoolPressure, QueueDepthGuard};
+use crate::agent::{
+    AgentSettings, Language, LlmProvider, SttProvider, TtsProvider, TurnAnalyzer, TurnPolicy,
+    VadDetector,
+};
+use crate::handler::{CallFailed, CallFuture, CallHandler, CallInput, CallOutput, CallStart};
+
+/// VAD windows waiting in the batched service above which new calls are
+/// refused, once that has lasted [`DEFAULT_QUEUE_CONFIRM`]: about four windows
+/// per call of 64 calls, far more than a healthy server ever queues.
+pub const VAD_PRESSURE_WINDOWS: usize = 256;
+
+/// Why the engine could not be set up at startup.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineSetupError {
+    /// A model could not be loaded.
+    #[error(
+        "{what}: {reason} (run `brisvox models fetch`, or choose `[vad] detector = \"energy\"` and `[turn] analyzer = \"always_complete\"`)"
+    )]
+    Model {
+        /// Which model.
+        what: &'static str,
+        /// The loader's message.
+        reason: String,
+    },
+    /// The agent file selects a provider this build cannot run yet.
+    #[error(
+        "{section}.provider = \"{provider}\" is not available in this build; available: {available}"
+    )]
+    ProviderUnavailable {
+        /// `stt`, `llm` or `tts`.
+        section: &'static str,
+        /// The provider asked for.
+        provider: String,
+        /// What this build offers.
+        available: &'static str,
+    },
+}
+
+/// Runs every call of the process through the engine.
+pub struct EngineCallHandler {
+    providers: Providers,
+    models: Models,
+    vad_service: Option<VadService>,
+    mock: bool,
+}
+
+impl std::fmt::Debug for EngineCallHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineCallHandler")
+            .field("models", &self.models)
+            .field("mock", &self.mock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EngineCallHandler {
+    /// Loads the models the agent file asks for and builds its providers.
+    ///
+    /// Blocking (model sessions are built and warmed here): call it before the
+    /// server starts, not on an async worker.
+    pub fn new(agent: &AgentSettings) -> Result<Self, EngineSetupError> {
+        let providers = build_providers(agent)?;
+        let vad_service = match agent.vad.detector {
+            VadDetector::Silero => Some(silero_service()?),
+            VadDetector::Energy => None,
+        };
+        let verdict = match agent.turn.analyzer {
+            TurnAnalyzer::SmartTurn => smart_turn_source()?,
+            TurnAnalyzer::AlwaysComplete => {
+                VerdictSource::Fixed(brisvox_engine::turn::Verdict::Complete { probability: 1.0 })
+            }
+        };
+        let vad = vad_service
+            .clone()
+            .map_or(VadSource::Energy, VadSource::Silero);
+        Ok(EngineCallHandler {
+            providers,
+            models: Models { vad, verdict },
+            vad_service,
+            mock: agent.uses_mock(),
+        })
+    }
+
+    /// The admission guard over the VAD queue ("pool pressure"), if a model VAD runs.
+    pub fn pool_pressure(&self) -> Option<Box<dyn PoolPressure>> {
+        let service = self.vad_service.clone()?;
+        Some(Box::new(VadQueuePressure {
+            service,
+            guard: Mutex::new(QueueDepthGuard::new(
+                VAD_PRESSURE_WINDOWS,
+                DEFAULT_QUEUE_CONFIRM,
+            )),
+        }))
+    }
+}
+
+impl CallHandler for EngineCallHandler {
+    fn run_call(&self, start: CallStart, input: CallInput, output: CallOutput) -> CallFuture {
+        let config = engine_config(&start.agent, start.output_sample_rate_hz);
+        let (events, rx) = EventSink::channel(EVENT_QUEUE_CAPACITY);
+        let forwarder = tokio::spawn(forward_events(rx, output.clone()));
+        let providers = self.providers.clone();
+        let models = self.models.clone();
+        let call_id = start.call_id;
+        Box::pin(async move {
+            let result = brisvox_engine::run_call_with_events(
+                config,
+                EngineInput(input),
+                EngineOutput(output),
+                providers,
+                models,
+                events,
+            )
+            .await;
+            // The sink's last sender went with the call: the forwarder ends by itself.
+            let _ = forwarder.await;
+            match result {
+                Ok(report) => {
+                    tracing::info!(
+                        call_id = %call_id,
+                        turns = report.turn_counters.turns,
+                        responses = report.turn_counters.responses,
+                        barge_ins = report.turn_counters.barge_ins,
+                        failed_responses = report.failed_responses,
+                        end = ?report.end,
+                        "call finished"
+                    );
+                    Ok(())
+                }
+                Err(e) => Err(CallFailed {
+                    reason: e.to_string(),
+                }),
+            }
+        })
+    }
+}
+
+/// The caller's frames, as the engine reads them.
+struct EngineInput(CallInput);
+
+impl TransportSource for EngineInput {
+    async fn recv_frame(&mut self) -> Option<AudioFrame> {
+        self.0.recv_frame().await
+    }
+}
+
+/// The answer's frames, as the engine writes them.
+struct EngineOutput(CallOutput);
+
+impl TransportSink for EngineOutput {
+    async fn send_frame(&mut self, frame: AudioFrame) -> Result<(), TransportClosed> {
+        self.0.send_frame(frame).await.map_err(|_| TransportClosed)
+    }
+
+    async fn clear(&mut self) {
+        self.0.clear().await;
+    }
+}
+
+/// Turns engine events into protocol events until the call's sink is dropped.
+async fn forward_events(mut rx: mpsc::Receiver<EngineEvent>, mut output: CallOutput) {
+    let mut state = ForwardState::default();
+    while let Some(event) = rx.recv().await {
+        let Some(server_event) = server_event(event, &mut state) else {
+            continue;
+        };
+        if output.send_event(server_event).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// What the event forwarder remembers of a call.
+#[derive(Debug, Default)]
+struct ForwardState {
+    /// A `bot_speaking_started` is open: every start gets exactly one stop.
+    speaking: bool,
+    /// The newest turn whose `turn_metrics` went out (at its response's end),
+    /// so its later `TurnFinished` is not reported twice.
+    reported: u64,
+}
+
+/// The protocol event for an engine event.
+fn server_event(event: EngineEvent, state: &mut ForwardState) -> Option<ServerEvent> {
+    let speaking = &mut state.speaking;
+    match event {
+        EngineEvent::Transcript { text, is_final } => {
+            Some(ServerEvent::Transcript { text, is_final })
+        }
+        EngineEvent::BotSpeakingStarted { .. } if !*speaking => {
+            *speaking = true;
+            Some(ServerEvent::BotSpeakingStarted)
+        }
+        EngineEvent::BotSpeakingStopped { .. } if *speaking => {
+            *speaking = false;
+            Some(ServerEvent::BotSpeakingStopped { interrupted: false })
+        }
+        EngineEvent::Interrupted { .. } if *speaking => {
+            *speaking = false;
+            Some(ServerEvent::BotSpeakingStopped { interrupted: true })
+        }
+        EngineEvent::ResponseDone { record } => {
+            state.reported = state.reported.max(record.epoch().0);
+            turn_metrics(&record)
+        }
+        EngineEvent::TurnFinished { record } if record.epoch().0 > state.reported => {
+            turn_metrics(&record)
+        }
+        _ => None,
+    }
+}
+
+/// A `turn_metrics` event for a finished user turn (`None` for the greeting's epoch 0).
+fn turn_metrics(record: &TurnRecord) -> Option<ServerEvent> {
+    if record.epoch().0 == 0 {
+        return None;
+    }
+    let m = record.metrics();
+    let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
+    Some(ServerEvent::TurnMetrics {
+        turn: record.epoch().0,
+        metrics: TurnMetricsMs {
+            end_of_turn_delay_ms: ms(m.end_of_turn_delay),
+            stt_final_delay_ms: ms(m.stt_final_delay),
+            llm_ttft_ms: ms(m.llm_ttft),
+            tts_ttfb_ms: ms(m.tts_ttfb),
+            response_latency_ms: ms(m.response_latency),
+            time_to_silence_ms: ms(m.time_to_silence),
+        },
+    })
+}
+
+/// The engine settings of one call, from the agent file.
+pub fn engine_config(agent: &AgentSettings, output_rate_hz: u32) -> EngineConfig {
+    let mut config = EngineConfig {
+        output_rate_hz,
+        system_prompt: Arc::from(agent.prompt.as_str()),
+        language: match agent.language {
+            Language::Tr => brisvox_text::Language::Tr,
+            Language::En => brisvox_text::Language::En,
+        },
+        turn: turn_config(agent),
+        ..EngineConfig::default()
+    };
+    let v = &agent.vad;
+    config.vad.positive_threshold = v.start_threshold;
+    config.vad.negative_threshold = v.stop_threshold;
+    config.vad.min_silence = Duration::from_millis(u64::from(v.min_silence_ms));
+    config.vad.min_speech = Duration::from_millis(u64::from(v.min_speech_ms));
+    config.vad.speech_pad = Duration::from_millis(u64::from(v.speech_pad_ms));
+    config.energy_vad.speech_dbfs = v.energy_dbfs;
+    config
+}
+
+fn turn_config(agent: &AgentSettings) -> TurnConfig {
+    let t = &agent.turn;
+    let ms = |n: u32| Duration::from_millis(u64::from(n));
+    let policy = match t.policy {
+        TurnPolicy::Fixed => EnginePolicy::FixedSilence {
+            silence: ms(t.silence_ms.unwrap_or(crate::agent::DEFAULT_SILENCE_MS)),
+        },
+        TurnPolicy::Adaptive => EnginePolicy::Adaptive {
+            incomplete_timeout: ms(t
+                .incomplete_timeout_ms
+                .unwrap_or(crate::agent::DEFAULT_INCOMPLETE_TIMEOUT_MS)),
+        },
+    };
+    let l = &agent.limits;
+    let idle =
+        (l.idle_prompt_after_s > 0 && !l.idle_prompt.trim().is_empty()).then(|| IdleConfig {
+            prompt_after: Duration::from_secs(u64::from(l.idle_prompt_after_s)),
+            prompt: l.idle_prompt.clone(),
+            end_after: Duration::from_secs(u64::from(l.idle_end_after_s.max(1))),
+        });
+    TurnConfig {
+        policy,
+        require_final: t.require_final,
+        // The engine needs a positive wait; 0 in the file means "do not wait".
+        final_timeout: ms(t.final_timeout_ms.max(1)),
+        barge_in: BargeInConfig {
+            enabled: agent.interruption.enabled,
+            min_speech: ms(agent.interruption.min_speech_ms),
+        },
+        idle,
+        // The server ends calls at [limits] max_call_duration_s itself.
+        max_call_duration: None,
+        greeting: agent.greeting.clone().filter(|g| !g.trim().is_empty()),
+    }
+}
+
+/// The providers the agent file names. Only the mocks exist in this build.
+fn build_providers(agent: &AgentSettings) -> Result<Providers, EngineSetupError> {
+    let unavailable = |section: &'static str, provider: String| {
+        Err(EngineSetupError::ProviderUnavailable {
+            section,
+            provider,
+            available: "mock",
+        })
+    };
+    let ms = |n: u32| Latency::Fixed(u64::from(n));
+    let stt = match agent.stt.provider {
+        SttProvider::Mock => {
+            let stt = MockStt::new(MockSttConfig {
+                final_latency: ms(agent.stt.mock.final_latency_ms),
+                ..MockSttConfig::default()
+            });
+            stt.set_transcriber(|i| format!("mock transcript {}", i + 1));
+            Arc::new(stt)
+        }
+        other => return unavailable("stt", format!("{other:?}").to_lowercase()),
+    };
+    let llm = match agent.llm.provider {
+        LlmProvider::Mock => Arc::new(MockLlm::new(MockLlmConfig {
+            first_token: ms(agent.llm.mock.first_token_ms),
+            token_interval: ms(agent.llm.mock.token_interval_ms),
+            ..MockLlmConfig::default()
+        })),
+        other => return unavailable("llm", format!("{other:?}").to_lowercase()),
+    };
+    let tts = match agent.tts.provider {
+        TtsProvider::Mock => Arc::new(MockTts::new(MockTtsConfig {
+            first_byte: ms(agent.tts.mock.first_byte_ms),
+            ..MockTtsConfig::default()
+        })),
+        other => return unavailable("tts", format!("{other:?}").to_lowercase()),
+    };
+    Ok(Providers { stt, llm, tts })
+}
+
+fn silero_service() -> Result<VadService, EngineSetupError> {
+    let model = SileroModel::load().map_err(|e| EngineSetupError::Model {
+        what: "Silero VAD",
+        reason: e.to_string(),
+    })?;
+    let pool = InferencePool::new(PoolConfig::named("vad"));
+    Ok(VadService::new(
+        Arc::new(model),
+        pool,
+        VadServiceConfig::new(SileroRate::Hz16000),
+    ))
+}
+
+fn smart_turn_source() -> Result<VerdictSource, EngineSetupError> {
+    let model_error = |e: brisvox_models::smart_turn::SmartTurnError| EngineSetupError::Model {
+        what: "Smart Turn v3.2",
+        reason: e.to_string(),
+    };
+    let model = SmartTurn::load(SmartTurnConfig::default()).map_err(model_error)?;
+    model.warm_up().map_err(model_error)?;
+    let mut config = PoolConfig::named("smart-turn");
+    config.threads = 1;
+    Ok(VerdictSource::SmartTurn {
+        model: Arc::new(model),
+        pool: InferencePool::new(config),
+    })
+}
+
+/// Pool pressure: the VAD service's queue over its limit for long enough.
+struct VadQueuePressure {
+    service: VadService,
+    guard: Mutex<QueueDepthGuard>,
+}
+
+impl PoolPressure for VadQueuePressure {
+    fn under_pressure(&self) -> bool {
+        let depth = usize::try_from(self.service.stats().queued).unwrap_or(usize::MAX);
+        #[allow(clippy::disallowed_methods)]
+        // admission runs in the server shell, on the wall clock
+        let now = Instant::now();
+        self.guard
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .observe(now, depth)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use brisvox_core::Epoch;
+
+    #[test]
+    fn every_bot_speaking_start_gets_exactly_one_stop() {
+        let mut speaking = ForwardState::default();
+        let start = EngineEvent::BotSpeakingStarted { epoch: Epoch(1) };
+        assert_eq!(
+            server_event(start.clone(), &mut speaking),
+            Some(ServerEvent::BotSpeakingStarted)
+        );
+        assert_eq!(server_event(start, &mut speaking), None);
+        assert_eq!(
+            server_event(
+                EngineEvent::Interrupted {
+                    old: Epoch(1),
+                    new: Epoch(2)
+                },
+                &mut speaking
+            ),
+            Some(ServerEvent::BotSpeakingStopped { interrupted: true })
+        );
+        assert_eq!(
+            server_event(
+                EngineEvent::BotSpeakingStopped { epoch: Epoch(1) },
+                &mut speaking
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_turn_reported_at_its_response_end_is_not_reported_again() {
+        use brisvox_core::timeline::{TimelineRecorder, TurnEvent};
+        let mut rec = TimelineRecorder::new();
+        #[allow(clippy::disallowed_methods)] // a test origin
+        let t0 = Instant::now();
+        rec.mark(Epoch(1), TurnEvent::UserSpeechEnd, t0);
+        rec.mark(
+            Epoch(1),
+            TurnEvent::FirstAudioOut,
+            t0 + Duration::from_millis(700),
+        );
+        let record = Box::new(rec.open_turn().unwrap().clone());
+        let mut state = ForwardState::default();
+        let first = server_event(
+            EngineEvent::ResponseDone {
+                record: record.clone(),
+            },
+            &mut state,
+        );
+        assert!(
+            matches!(first, Some(ServerEvent::TurnMetrics { turn: 1, ref metrics })
+                if metrics.response_latency_ms == Some(700.0)),
+            "{first:?}"
+        );
+        assert_eq!(
+            server_event(EngineEvent::TurnFinished { record }, &mut state),
+            None
+        );
+    }
+
+    #[test]
+    fn the_mock_agent_maps_to_a_valid_engine_config() {
+        let agent = AgentSettings::mock_defaults();
+        let config = engine_config(&agent, 8_000);
+        config.validate().expect("valid");
+        assert_eq!(config.output_rate_hz, 8_000);
+        assert_eq!(config.vad.min_silence, Duration::from_millis(100));
+    }
+}
