@@ -147,3 +147,27 @@ pub(crate) fn push_param(url: &mut String, key: &str, value: &str) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wss_has_a_tls_crypto_provider() {
+        // tokio-tungstenite builds its rustls config from the process default
+        // provider; with ring as the only provider feature in the build it is
+        // picked automatically. A second provider feature would panic here.
+        let config = rustls::ClientConfig::builder()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        assert!(config.crypto_provider().cipher_suites.len() > 1);
+    }
+
+    #[test]
+    fn query_values_are_percent_encoded() {
+        let mut url = String::from("wss://h/v1/listen");
+        push_param(&mut url, "model", "nova-3");
+        push_param(&mut url, "keywords", "a b&c");
+        assert_eq!(url, "wss://h/v1/listen?model=nova-3&keywords=a%20b%26c");
+    }
+}
