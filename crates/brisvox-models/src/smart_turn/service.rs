@@ -190,6 +190,26 @@ impl SmartTurnService {
         }
     }
 
+    /// An executor on a pool the caller built: a threaded pool shared with
+    /// other work, or [`InferencePool::inline`] for deterministic tests (each
+    /// analysis then runs inside [`analyze`](Self::analyze), and its verdict is
+    /// ready when that returns). Buffer reuse and counters work as with
+    /// [`with_model`](Self::with_model); the start timeout is the default
+    /// ([`DEFAULT_START_TIMEOUT_MS`]) and the free list keeps up to the pool's
+    /// Normal capacity plus its threads in buffers.
+    pub fn with_pool(model: Arc<SmartTurn>, pool: InferencePool) -> Self {
+        let config = pool.config();
+        let max_free_buffers = config.normal_capacity.saturating_add(config.threads.max(1));
+        SmartTurnService {
+            model,
+            pool,
+            buffers: Arc::new(Mutex::new(Vec::new())),
+            max_free_buffers,
+            counters: Arc::new(Counters::default()),
+            start_timeout: Duration::from_millis(DEFAULT_START_TIMEOUT_MS),
+        }
+    }
+
     /// The shared model.
     pub fn model(&self) -> &Arc<SmartTurn> {
         &self.model
@@ -218,7 +238,7 @@ impl SmartTurnService {
     /// a full queue is known here, and the future then resolves at once to
     /// [`SmartTurnError::Saturated`]. The analysis must start within the configured
     /// start timeout or it resolves to [`SmartTurnError::TimedOut`].
-    pub fn analyze(&self, snapshot: Vec<i16>) -> PendingVerdict {
+    pub fn analyze(&self, mut snapshot: Vec<i16>) -> PendingVerdict {
         let model = Arc::clone(&self.model);
         let buffers = Arc::clone(&self.buffers);
         let max_free = self.max_free_buffers;
@@ -227,6 +247,8 @@ impl SmartTurnService {
             let verdict = model.analyze(&snapshot);
             let mut free = buffers.lock().unwrap_or_else(PoisonError::into_inner);
             if free.len() < max_free && snapshot.capacity() >= RING_SAMPLES {
+                // `snapshot_buffer` promises an empty buffer.
+                snapshot.clear();
                 free.push(snapshot);
             }
             verdict
