@@ -108,9 +108,19 @@ async fn upgrade_audio_results_finalize_and_close() {
         conn.recv().await,
         Got::Text(r#"{"type":"CloseStream"}"#.into())
     );
+    // Deepgram answers what it still had, then Metadata, then closes.
+    conn.send_text(results("bye", true, false, 0.56, 0.3)).await;
     conn.send_text(r#"{"type":"Metadata","request_id":"abc","duration":0.6}"#)
         .await;
     conn.close(1000, "").await;
+    assert_eq!(
+        next(&mut events).await,
+        SttEvent::Final {
+            text: "bye".into(),
+            confidence: Some(0.9),
+            from_finalize: false
+        }
+    );
     assert_eq!(next(&mut events).await, SttEvent::Closed);
 }
 
