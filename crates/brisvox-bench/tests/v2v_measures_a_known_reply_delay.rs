@@ -3,114 +3,9 @@
 //! fixture whose speech ends on a frame edge, the true V2V is 200 + 300 = 500 ms
 //! (plus loopback and scheduling); the client must measure it within a frame.
 
-use std::path::PathBuf;
-use std::time::Duration;
+mod support;
 
-use futures_util::{SinkExt, StreamExt};
-use tokio::net::TcpListener;
-use tokio_tungstenite::tungstenite::Message;
-
-const RATE: u32 = 16_000;
-const FRAME: usize = 320;
-const ENDPOINT_FRAMES: u32 = 10; // 200 ms of silence ends a turn
-const REPLY_DELAY_MS: u64 = 300;
-const EXPECTED_MS: f64 = 500.0;
-
-fn write_fixture(dir: &PathBuf) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let wav = dir.join("tone_two_turns.wav");
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: RATE,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut w = hound::WavWriter::create(&wav, spec).unwrap();
-    // ms: silence 0-500, tone 500-1500, silence 1500-4000, tone 4000-4800, silence to 6800.
-    for i in 0..(RATE as usize * 68 / 10) {
-        let t_ms = i as f64 * 1000.0 / RATE as f64;
-        let speech = (500.0..1500.0).contains(&t_ms) || (4000.0..4800.0).contains(&t_ms);
-        let s = if speech {
-            (8000.0 * (t_ms * 0.44 * std::f64::consts::TAU).sin()) as i16
-        } else {
-            0
-        };
-        w.write_sample(s).unwrap();
-    }
-    w.finalize().unwrap();
-    let sidecar = r#"{"name":"tone_two_turns","sample_rate_hz":16000,"duration_ms":6800.0,
-      "utterances":[{"transcript":"a","language":"en","start_ms":500.0,"end_ms":1500.0},
-                    {"transcript":"b","language":"en","start_ms":4000.0,"end_ms":4800.0}]}"#;
-    std::fs::write(dir.join("tone_two_turns.json"), sidecar).unwrap();
-    wav
-}
-
-fn peak(b: &[u8]) -> i32 {
-    b.chunks_exact(2)
-        .map(|c| i32::from(i16::from_le_bytes([c[0], c[1]])).abs())
-        .max()
-        .unwrap_or(0)
-}
-
-/// Echo-after-silence bot: one connection, speaks the brisvox protocol v1.
-async fn bot(stream: tokio::net::TcpStream) {
-    let ws = tokio_tungstenite::accept_async(stream).await.unwrap();
-    let (mut tx, mut rx) = ws.split();
-    let (out_tx, mut out_rx) = tokio::sync::mpsc::channel::<Message>(64);
-    let writer = tokio::spawn(async move {
-        while let Some(m) = out_rx.recv().await {
-            if tx.send(m).await.is_err() {
-                break;
-            }
-        }
-    });
-    let (mut in_speech, mut silent, mut turn) = (false, 0u32, 0u32);
-    while let Some(Ok(msg)) = rx.next().await {
-        match msg {
-            Message::Text(t) if t.contains("\"start\"") => {
-                out_tx.send(Message::text(r#"{"type":"started","protocol_version":1,"call_id":"t","codec":"pcm16","sample_rate":16000,"providers":{"stt":"mock","llm":"mock","tts":"mock"},"mock":true}"#)).await.unwrap();
-            }
-            Message::Text(t) if t.contains("\"end\"") => {
-                let _ = out_tx
-                    .send(Message::text(r#"{"type":"end","reason":"client_end"}"#))
-                    .await;
-                let _ = out_tx.send(Message::Close(None)).await;
-                break;
-            }
-            Message::Binary(b) => {
-                assert_eq!(b.len(), FRAME * 2, "the client sends 20 ms frames");
-                if peak(&b) >= 1000 {
-                    in_speech = true;
-                    silent = 0;
-                } else if in_speech {
-                    silent += 1;
-                    if silent == ENDPOINT_FRAMES {
-                        in_speech = false;
-                        turn += 1;
-                        let out = out_tx.clone();
-                        tokio::spawn(async move {
-                            tokio::time::sleep(Duration::from_millis(REPLY_DELAY_MS)).await;
-                            let tone: Vec<u8> = (0..FRAME)
-                                .flat_map(|i| (((i % 16) as i16 - 8) * 1000).to_le_bytes())
-                                .collect();
-                            for _ in 0..10 {
-                                let _ = out.send(Message::binary(tone.clone())).await;
-                                tokio::time::sleep(Duration::from_millis(20)).await;
-                            }
-                            let m = format!(
-                                r#"{{"type":"turn_metrics","turn":{turn},"response_latency_ms":{REPLY_DELAY_MS}.0}}"#
-                            );
-                            let _ = out.send(Message::text(m)).await;
-                        });
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    drop(out_tx);
-    let _ = writer.await;
-}
+use support::{EXPECTED_MS, start_bot, write_fixture};
 
 #[test]
 fn v2v_measures_the_bots_known_delay_within_a_frame() {
@@ -121,13 +16,7 @@ fn v2v_measures_the_bots_known_delay_within_a_frame() {
         .enable_all()
         .build()
         .unwrap();
-    let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    rt.spawn(async move {
-        while let Ok((s, _)) = listener.accept().await {
-            tokio::spawn(bot(s));
-        }
-    });
+    let port = start_bot(&rt);
     let stem = dir.join("out");
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_brisvox-bench"))
         .args([

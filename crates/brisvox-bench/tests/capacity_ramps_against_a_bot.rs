@@ -1,0 +1,80 @@
+//! `brisvox-bench capacity` against the in-test bot (a known 500 ms V2V): steps of
+//! 1 and 2 calls pass with a floor of 500 ms, the report has every step with its
+//! verdict and samples, and the process-tree probe reads the server (this test
+//! process, where the bot runs).
+
+mod support;
+
+use support::{EXPECTED_MS, start_bot, write_fixture};
+
+#[test]
+fn capacity_ramps_and_reports_each_step() {
+    let dir = std::env::temp_dir().join(format!(
+        "brisvox-bench-capacity-test-{}",
+        std::process::id()
+    ));
+    let wav = write_fixture(&dir);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let port = start_bot(&rt);
+    let stem = dir.join("cap");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_brisvox-bench"))
+        .args(["capacity", "--url", &format!("ws://127.0.0.1:{port}/call")])
+        .args([
+            "--fixture",
+            wav.to_str().unwrap(),
+            "--steps",
+            "1,2",
+            "--rounds",
+            "1",
+        ])
+        .args([
+            "--spread-ms",
+            "200",
+            "--floor-ms",
+            "500",
+            "--response-window-ms",
+            "2000",
+        ])
+        .args([
+            "--server-pid",
+            &std::process::id().to_string(),
+            "--max-run-s",
+            "120",
+        ])
+        .args(["--out", stem.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(stem.with_extension("json")).unwrap())
+            .unwrap();
+    assert_eq!(json["p95_limit_ms"], 750.0);
+    assert_eq!(json["result"]["largest_passing_step"], 2);
+    assert!(json["result"]["smallest_failing_step"].is_null());
+    let steps = json["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    for (st, n) in steps.iter().zip([1u64, 2]) {
+        assert_eq!(st["calls_at_once"], n);
+        assert_eq!(st["verdict"]["outcome"], "pass", "{}", st["verdict"]);
+        assert_eq!(st["calls"].as_array().unwrap().len() as u64, n);
+        assert_eq!(st["summary"]["outcomes"]["answered"], 2 * n);
+        let p95 = st["summary"]["v2v_ms"]["p95"].as_f64().unwrap();
+        assert!(
+            (EXPECTED_MS..EXPECTED_MS + 20.0).contains(&p95),
+            "p95 {p95}"
+        );
+        assert!(
+            st["server"]["rss_peak_mb"].as_f64().unwrap() > 0.0,
+            "{}",
+            st["server"]
+        );
+        assert!(st["server"]["readings"].as_u64().unwrap() >= 2);
+    }
+    let md = std::fs::read_to_string(stem.with_extension("md")).unwrap();
+    assert!(md.contains("largest passing step 2"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
