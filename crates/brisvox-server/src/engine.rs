@@ -23,10 +23,14 @@ use brisvox_models::pool::{InferencePool, PoolConfig};
 use brisvox_models::smart_turn::{SmartTurn, SmartTurnConfig};
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::{SileroModel, SileroRate};
+use brisvox_providers::cartesia::{CartesiaConfig, CartesiaTts};
+use brisvox_providers::elevenlabs::{ElevenLabsConfig, ElevenLabsTts};
 use brisvox_providers::mock::Latency;
 use brisvox_providers::mock::{
     MockLlm, MockLlmConfig, MockStt, MockSttConfig, MockTts, MockTtsConfig,
 };
+use brisvox_providers::openai_llm::{MaxTokensField, OpenAiLlm, OpenAiLlmConfig};
+use brisvox_providers::vendors::ApiKey;
 use brisvox_transport::brisvox_ws::{ServerEvent, TurnMetricsMs};
 use tokio::sync::mpsc;
 
@@ -55,6 +59,12 @@ pub enum EngineSetupError {
         what: &'static str,
         /// The loader's message.
         reason: String,
+    },
+    /// The agent file selects a vendor but has no section for it.
+    #[error("[{section}] is missing: it holds the vendor's model and api_key")]
+    MissingSection {
+        /// The section's name.
+        section: &'static str,
     },
     /// The agent file selects a provider this build cannot run yet.
     #[error(
@@ -322,43 +332,128 @@ fn turn_config(agent: &AgentSettings) -> TurnConfig {
     }
 }
 
-/// The providers the agent file names. Only the mocks exist in this build.
+/// The providers the agent file names.
 fn build_providers(agent: &AgentSettings) -> Result<Providers, EngineSetupError> {
-    let unavailable = |section: &'static str, provider: String| {
-        Err(EngineSetupError::ProviderUnavailable {
-            section,
-            provider,
-            available: "mock",
-        })
-    };
-    let ms = |n: u32| Latency::Fixed(u64::from(n));
-    let stt = match agent.stt.provider {
+    Ok(Providers {
+        stt: build_stt(agent)?,
+        llm: build_llm(agent)?,
+        tts: build_tts(agent)?,
+    })
+}
+
+fn fixed_ms(n: u32) -> Latency {
+    Latency::Fixed(u64::from(n))
+}
+
+fn unavailable<T>(
+    section: &'static str,
+    provider: &str,
+    available: &'static str,
+) -> Result<T, EngineSetupError> {
+    Err(EngineSetupError::ProviderUnavailable {
+        section,
+        provider: provider.to_owned(),
+        available,
+    })
+}
+
+/// The key of a vendor section. The agent file check guarantees that a
+/// vendor section has its `api_key` resolved from the environment.
+fn api_key(
+    setting: &crate::secret::SecretSetting,
+    section: &'static str,
+) -> Result<ApiKey, EngineSetupError> {
+    setting
+        .secret()
+        .map(|s| ApiKey::new(s.expose()))
+        .ok_or(EngineSetupError::MissingSection { section })
+}
+
+fn build_stt(
+    agent: &AgentSettings,
+) -> Result<Arc<dyn brisvox_providers::SttProvider>, EngineSetupError> {
+    match agent.stt.provider {
         SttProvider::Mock => {
             let stt = MockStt::new(MockSttConfig {
-                final_latency: ms(agent.stt.mock.final_latency_ms),
+                final_latency: fixed_ms(agent.stt.mock.final_latency_ms),
                 ..MockSttConfig::default()
             });
             stt.set_transcriber(|i| format!("mock transcript {}", i + 1));
-            Arc::new(stt)
+            Ok(Arc::new(stt))
         }
-        other => return unavailable("stt", format!("{other:?}").to_lowercase()),
-    };
-    let llm = match agent.llm.provider {
-        LlmProvider::Mock => Arc::new(MockLlm::new(MockLlmConfig {
-            first_token: ms(agent.llm.mock.first_token_ms),
-            token_interval: ms(agent.llm.mock.token_interval_ms),
+        other => unavailable("stt", other.as_str(), "mock"),
+    }
+}
+
+fn build_llm(
+    agent: &AgentSettings,
+) -> Result<Arc<dyn brisvox_providers::LlmProvider>, EngineSetupError> {
+    match agent.llm.provider {
+        LlmProvider::Mock => Ok(Arc::new(MockLlm::new(MockLlmConfig {
+            first_token: fixed_ms(agent.llm.mock.first_token_ms),
+            token_interval: fixed_ms(agent.llm.mock.token_interval_ms),
             ..MockLlmConfig::default()
-        })),
-        other => return unavailable("llm", format!("{other:?}").to_lowercase()),
+        }))),
+        LlmProvider::OpenaiCompatible => {
+            let section = "llm.openai_compatible";
+            let s = agent
+                .llm
+                .openai_compatible
+                .as_ref()
+                .ok_or(EngineSetupError::MissingSection { section })?;
+            let mut config = OpenAiLlmConfig::new(api_key(&s.api_key, section)?, s.model.clone())
+                .with_base_url(s.base_url.clone());
+            if let Some(order) = &s.openrouter_order {
+                config = config.with_provider_routing(
+                    order.clone(),
+                    s.openrouter_allow_fallbacks.unwrap_or(true),
+                );
+            }
+            if let Some(effort) = &s.reasoning_effort {
+                config = config.with_reasoning_effort(effort.clone());
+            }
+            if let Some(max) = s.max_tokens {
+                config = config.with_max_tokens(max, MaxTokensField::MaxTokens);
+            }
+            Ok(Arc::new(OpenAiLlm::new(config)))
+        }
+    }
+}
+
+fn build_tts(
+    agent: &AgentSettings,
+) -> Result<Arc<dyn brisvox_providers::TtsProvider>, EngineSetupError> {
+    let vendor = |s: &Option<crate::agent::VendorTtsSettings>, section: &'static str| {
+        s.clone()
+            .ok_or(EngineSetupError::MissingSection { section })
     };
-    let tts = match agent.tts.provider {
-        TtsProvider::Mock => Arc::new(MockTts::new(MockTtsConfig {
-            first_byte: ms(agent.tts.mock.first_byte_ms),
+    match agent.tts.provider {
+        TtsProvider::Mock => Ok(Arc::new(MockTts::new(MockTtsConfig {
+            first_byte: fixed_ms(agent.tts.mock.first_byte_ms),
             ..MockTtsConfig::default()
-        })),
-        other => return unavailable("tts", format!("{other:?}").to_lowercase()),
-    };
-    Ok(Providers { stt, llm, tts })
+        }))),
+        TtsProvider::Cartesia => {
+            let section = "tts.cartesia";
+            let s = vendor(&agent.tts.cartesia, section)?;
+            let voice = s.voice.clone().unwrap_or_default();
+            let mut config = CartesiaConfig::new(api_key(&s.api_key, section)?, s.model, voice);
+            if let Some(url) = s.base_url {
+                config = config.with_url(url);
+            }
+            Ok(Arc::new(CartesiaTts::new(config)))
+        }
+        TtsProvider::Elevenlabs => {
+            let section = "tts.elevenlabs";
+            let s = vendor(&agent.tts.elevenlabs, section)?;
+            let voice = s.voice.clone().unwrap_or_default();
+            let mut config = ElevenLabsConfig::new(api_key(&s.api_key, section)?, s.model, voice);
+            if let Some(url) = s.base_url {
+                config = config.with_base_url(url);
+            }
+            Ok(Arc::new(ElevenLabsTts::new(config)))
+        }
+        other => unavailable("tts", other.as_str(), "mock, cartesia, elevenlabs"),
+    }
 }
 
 fn silero_service() -> Result<VadService, EngineSetupError> {
