@@ -24,6 +24,8 @@ use brisvox_models::smart_turn::{SmartTurn, SmartTurnConfig};
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::{SileroModel, SileroRate};
 use brisvox_providers::cartesia::{CartesiaConfig, CartesiaTts};
+use brisvox_providers::deepgram::aura::{DeepgramAura, DeepgramAuraOptions};
+use brisvox_providers::deepgram::stt::{DeepgramStt, DeepgramSttOptions};
 use brisvox_providers::elevenlabs::{ElevenLabsConfig, ElevenLabsTts};
 use brisvox_providers::mock::Latency;
 use brisvox_providers::mock::{
@@ -381,7 +383,29 @@ fn build_stt(
             stt.set_transcriber(|i| format!("mock transcript {}", i + 1));
             Ok(Arc::new(stt))
         }
-        other => unavailable("stt", other.as_str(), "mock"),
+        SttProvider::Deepgram => {
+            let section = "stt.deepgram";
+            let s = agent
+                .stt
+                .deepgram
+                .as_ref()
+                .ok_or(EngineSetupError::MissingSection { section })?;
+            let mut options = DeepgramSttOptions::default();
+            options.model = s.model.clone();
+            if let Some(url) = &s.base_url {
+                options.url = url.clone();
+            }
+            options.language = Some(
+                match agent.language {
+                    Language::En => "en",
+                    Language::Tr => "tr",
+                }
+                .to_owned(),
+            );
+            let key = api_key(&s.api_key, section)?;
+            Ok(Arc::new(DeepgramStt::new(key.expose(), options)))
+        }
+        other => unavailable("stt", other.as_str(), "mock, deepgram"),
     }
 }
 
@@ -452,7 +476,22 @@ fn build_tts(
             }
             Ok(Arc::new(ElevenLabsTts::new(config)))
         }
-        other => unavailable("tts", other.as_str(), "mock, cartesia, elevenlabs"),
+        TtsProvider::DeepgramAura => {
+            let section = "tts.deepgram_aura";
+            let s = vendor(&agent.tts.deepgram_aura, section)?;
+            let mut options = DeepgramAuraOptions::default();
+            options.model = s.model;
+            if let Some(url) = s.base_url {
+                options.url = url;
+            }
+            let key = api_key(&s.api_key, section)?;
+            Ok(Arc::new(DeepgramAura::new(key.expose(), options)))
+        }
+        other => unavailable(
+            "tts",
+            other.as_str(),
+            "mock, cartesia, elevenlabs, deepgram_aura",
+        ),
     }
 }
 

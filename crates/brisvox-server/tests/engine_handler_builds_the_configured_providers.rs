@@ -34,6 +34,15 @@ fn vendor_llm_and_tts_are_built_from_their_sections() {
 }
 
 #[test]
+fn deepgram_stt_and_aura_are_built_from_their_sections() {
+    let a = agent(
+        "[stt]\nprovider = \"deepgram\"\n[stt.deepgram]\napi_key = \"${DEEPGRAM_API_KEY}\"\n\
+         [tts]\nprovider = \"deepgram_aura\"\n[tts.deepgram_aura]\nmodel = \"aura-2-thalia-en\"\napi_key = \"${DEEPGRAM_API_KEY}\"",
+    );
+    EngineCallHandler::new(&a).expect("providers build");
+}
+
+#[test]
 fn a_provider_this_build_cannot_run_is_named_in_the_error() {
     let a = agent("[stt]\nprovider = \"local\"\n[stt.local]\nmodel_path = \"x\"");
     let err = EngineCallHandler::new(&a).unwrap_err();
