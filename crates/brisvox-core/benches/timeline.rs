@@ -19,7 +19,11 @@ fn marks(c: &mut Criterion) {
         let mut epoch = 0u64;
         b.iter(|| {
             epoch += 1;
-            for (i, ev) in TurnEvent::ALL.iter().take(EVENTS_PER_TURN as usize).enumerate() {
+            for (i, ev) in TurnEvent::ALL
+                .iter()
+                .take(EVENTS_PER_TURN as usize)
+                .enumerate()
+            {
                 let at = base + Duration::from_micros(epoch * 1000 + i as u64);
                 black_box(rec.mark(Epoch(epoch), *ev, at));
             }

@@ -373,7 +373,10 @@ impl TimelineRecorder {
 
     fn push_finished(&mut self, turn: TurnRecord) {
         log_summary(&turn);
-        self.newest_finished = Some(self.newest_finished.map_or(turn.epoch, |e| e.max(turn.epoch)));
+        self.newest_finished = Some(
+            self.newest_finished
+                .map_or(turn.epoch, |e| e.max(turn.epoch)),
+        );
         self.counters.finished_turns += 1;
         if self.history.len() == HISTORY_CAPACITY {
             self.history.pop_front();
@@ -455,8 +458,14 @@ mod tests {
     fn the_first_mark_wins_for_ordinary_events() {
         let b = t0();
         let mut r = TimelineRecorder::new();
-        assert_eq!(r.mark(Epoch(1), E::LlmRequest, ms(b, 10)), MarkOutcome::Marked);
-        assert_eq!(r.mark(Epoch(1), E::LlmRequest, ms(b, 20)), MarkOutcome::Ignored);
+        assert_eq!(
+            r.mark(Epoch(1), E::LlmRequest, ms(b, 10)),
+            MarkOutcome::Marked
+        );
+        assert_eq!(
+            r.mark(Epoch(1), E::LlmRequest, ms(b, 20)),
+            MarkOutcome::Ignored
+        );
         assert_eq!(r.open_turn().unwrap().at(E::LlmRequest), Some(ms(b, 10)));
         assert_eq!(r.counters().ignored, 1);
     }
@@ -484,7 +493,10 @@ mod tests {
         r.mark(Epoch(1), E::TurnEnd, ms(b, 150));
         r.mark(Epoch(1), E::SttFinal, ms(b, 200));
         r.mark(Epoch(1), E::LlmRequest, ms(b, 250));
-        assert_eq!(r.mark(Epoch(1), E::SttFinal, ms(b, 300)), MarkOutcome::Ignored);
+        assert_eq!(
+            r.mark(Epoch(1), E::SttFinal, ms(b, 300)),
+            MarkOutcome::Ignored
+        );
         assert_eq!(r.open_turn().unwrap().at(E::SttFinal), Some(ms(b, 200)));
     }
 
@@ -507,14 +519,23 @@ mod tests {
         let mut r = TimelineRecorder::new();
         r.mark(Epoch(1), E::UserSpeechStart, ms(b, 0));
         r.mark(Epoch(2), E::UserSpeechStart, ms(b, 1000));
-        assert_eq!(r.mark(Epoch(1), E::LlmRequest, ms(b, 1100)), MarkOutcome::Late);
+        assert_eq!(
+            r.mark(Epoch(1), E::LlmRequest, ms(b, 1100)),
+            MarkOutcome::Late
+        );
         r.finish();
-        assert_eq!(r.mark(Epoch(2), E::LlmRequest, ms(b, 1200)), MarkOutcome::Late);
+        assert_eq!(
+            r.mark(Epoch(2), E::LlmRequest, ms(b, 1200)),
+            MarkOutcome::Late
+        );
         assert_eq!(r.counters().late, 2);
         for turn in r.finished() {
             assert_eq!(turn.at(E::LlmRequest), None);
         }
-        assert!(r.open_turn().is_none(), "a late mark must not reopen a finished epoch");
+        assert!(
+            r.open_turn().is_none(),
+            "a late mark must not reopen a finished epoch"
+        );
     }
 
     #[test]
@@ -528,7 +549,10 @@ mod tests {
             MarkOutcome::Patched
         );
         let done: Vec<_> = r.drain_finished().collect();
-        assert_eq!(done[0].metrics().time_to_silence, Some(Duration::from_millis(3)));
+        assert_eq!(
+            done[0].metrics().time_to_silence,
+            Some(Duration::from_millis(3))
+        );
         assert_eq!(r.counters().late, 0);
     }
 
@@ -643,7 +667,10 @@ mod tests {
         assert_eq!(r.finished().count(), 1);
         assert_eq!(r.mark(Epoch(3), E::TurnEnd, ms(b, 5)), MarkOutcome::Late);
         // A newer epoch still opens a new turn.
-        assert_eq!(r.mark(Epoch(4), E::UserSpeechStart, ms(b, 9)), MarkOutcome::Marked);
+        assert_eq!(
+            r.mark(Epoch(4), E::UserSpeechStart, ms(b, 9)),
+            MarkOutcome::Marked
+        );
     }
 
     #[test]
