@@ -298,6 +298,13 @@ fn lost_call(fx: &PreparedFixture, why: &str) -> CallRecord {
         fixture: fx.fixture.sidecar.name.clone(),
         error: Some(why.to_string()),
         turns: Vec::new(),
+        languages: fx
+            .fixture
+            .sidecar
+            .utterances
+            .iter()
+            .map(|u| u.language.clone())
+            .collect(),
         frames_sent: 0,
         lateness_max_ms: 0.0,
         frames_late_100ms: 0,
@@ -498,6 +505,7 @@ mod tests {
                     v2v_ms: (v >= 0.0).then_some(v),
                 })
                 .collect(),
+            languages: Vec::new(),
             frames_sent: 100,
             lateness_max_ms: 0.0,
             frames_late_100ms: late,

@@ -25,6 +25,8 @@ pub(crate) struct Aggregate {
     pub(crate) v2v_by_turn_ms: BTreeMap<String, Summary>,
     /// V2V by fixture, ms.
     pub(crate) v2v_by_fixture_ms: BTreeMap<String, Summary>,
+    /// V2V by the utterance's language (`lang:en`; `lang:?` when the sidecar has none), ms.
+    pub(crate) v2v_by_language_ms: BTreeMap<String, Summary>,
     /// Frames sent by the client.
     pub(crate) frames_sent: u64,
     /// Largest send lateness over all frames, ms.
@@ -53,6 +55,7 @@ impl Aggregate {
         let mut all = Vec::new();
         let mut by_turn: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         let mut by_fixture: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        let mut by_language: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         let mut server: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         let mut lateness: Vec<u32> = Vec::new();
         for call in calls {
@@ -65,6 +68,15 @@ impl Aggregate {
                         .or_default()
                         .push(v);
                     by_fixture.entry(call.fixture.clone()).or_default().push(v);
+                    let lang = call
+                        .languages
+                        .get(i)
+                        .filter(|l| !l.is_empty())
+                        .map_or("?", |l| l.as_str());
+                    by_language
+                        .entry(format!("lang:{lang}"))
+                        .or_default()
+                        .push(v);
                 }
             }
             for m in &call.turn_metrics {
@@ -92,6 +104,7 @@ impl Aggregate {
             v2v_ms: stats::summarize(&all),
             v2v_by_turn_ms: summarize_map(by_turn),
             v2v_by_fixture_ms: summarize_map(by_fixture),
+            v2v_by_language_ms: summarize_map(by_language),
             frames_sent: calls.iter().map(|c| c.frames_sent).sum(),
             lateness_max_ms: calls.iter().map(|c| c.lateness_max_ms).fold(0.0, f64::max),
             lateness_p99_ms: stats::nearest_rank(&late, 99.0).unwrap_or(0.0),
@@ -155,5 +168,64 @@ impl Aggregate {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::v2v::turns::TurnResult;
+
+    fn call(fixture: &str, langs: &[&str], v2v: &[Option<f64>], error: bool) -> CallRecord {
+        CallRecord {
+            fixture: fixture.into(),
+            error: error.then(|| "broke".to_string()),
+            turns: v2v
+                .iter()
+                .map(|v| TurnResult {
+                    outcome: if v.is_some() {
+                        Outcome::Answered
+                    } else {
+                        Outcome::NoResponse
+                    },
+                    first_bot_audio_us: None,
+                    v2v_ms: *v,
+                })
+                .collect(),
+            languages: langs.iter().map(|s| s.to_string()).collect(),
+            frames_sent: 10,
+            lateness_max_ms: 3.0,
+            frames_late_100ms: 0,
+            lateness_us: (1..=10).map(|k| k * 1000).collect(),
+            turn_metrics: vec![
+                serde_json::json!({"type": "turn_metrics", "turn": 1, "response_latency_ms": 700.0}),
+            ],
+            clears: 0,
+            bot_audio_messages: 0,
+            end_reason: None,
+        }
+    }
+
+    #[test]
+    fn turns_are_split_by_fixture_language_and_position_and_none_dropped() {
+        let calls = [
+            call("a", &["en", "tr"], &[Some(800.0), Some(900.0)], false),
+            call("a", &["en", "tr"], &[Some(810.0), None], false),
+            call("b", &[""], &[Some(1000.0)], true),
+        ];
+        let agg = Aggregate::of(&calls);
+        assert_eq!(agg.calls, 3);
+        assert_eq!(agg.failed_calls, 1);
+        assert_eq!(agg.outcomes["answered"], 4);
+        assert_eq!(agg.outcomes["no_response"], 1);
+        assert_eq!(agg.unclean_turns(), 1);
+        assert_eq!(agg.v2v_ms.unwrap().n, 4);
+        assert_eq!(agg.v2v_by_turn_ms["a/turn1"].n, 2);
+        assert_eq!(agg.v2v_by_turn_ms["a/turn2"].n, 1);
+        assert_eq!(agg.v2v_by_fixture_ms["b"].p50, 1000.0);
+        assert_eq!(agg.v2v_by_language_ms["lang:en"].n, 2);
+        assert_eq!(agg.v2v_by_language_ms["lang:?"].n, 1);
+        assert_eq!(agg.lateness_p99_ms, 10.0);
+        assert_eq!(agg.server_metrics_ms["response_latency_ms"].n, 3);
     }
 }

@@ -84,6 +84,8 @@ pub(crate) struct CallRecord {
     pub(crate) error: Option<String>,
     /// One entry per utterance, in order.
     pub(crate) turns: Vec<TurnResult>,
+    /// The sidecar's language of each utterance (empty when not given).
+    pub(crate) languages: Vec<String>,
     /// Frames sent (fixture and trailing silence).
     pub(crate) frames_sent: u64,
     /// Largest send lateness, ms.
@@ -135,6 +137,13 @@ pub(crate) async fn run_call(
         fixture: fx.fixture.sidecar.name.clone(),
         error: None,
         turns: Vec::new(),
+        languages: fx
+            .fixture
+            .sidecar
+            .utterances
+            .iter()
+            .map(|u| u.language.clone())
+            .collect(),
         frames_sent: 0,
         lateness_max_ms: 0.0,
         frames_late_100ms: 0,

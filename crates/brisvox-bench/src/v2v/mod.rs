@@ -174,6 +174,7 @@ fn failed_record(error: &str) -> CallRecord {
         fixture: String::new(),
         error: Some(error.to_string()),
         turns: Vec::new(),
+        languages: Vec::new(),
         frames_sent: 0,
         lateness_max_ms: 0.0,
         frames_late_100ms: 0,
