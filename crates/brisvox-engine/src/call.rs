@@ -230,7 +230,9 @@ impl Call {
     ) -> CallReport {
         let ch = Channels::new(self.config.queues);
         let ring = match self.models.verdict {
-            VerdictSource::SmartTurn { .. } => Some(Arc::new(Mutex::new(SmartTurnRing::new()))),
+            VerdictSource::SmartTurn { .. } | VerdictSource::Service(_) => {
+                Some(Arc::new(Mutex::new(SmartTurnRing::new())))
+            }
             VerdictSource::Fixed(_) => None,
         };
         let (stt_tx, stt_rx) = watch::channel(None);

@@ -4,14 +4,16 @@
 //!   energy detector (tests, the simulator). Both feed the same sans-IO stop
 //!   rule ([`VadDetector`](brisvox_models::vad::detector::VadDetector)), so
 //!   starts, stops and backdating behave the same.
-//! - The end-of-turn verdict is a [`VerdictSource`]: Smart Turn on an inference
-//!   pool (production: a threaded pool; deterministic tests: an inline pool), or
-//!   a fixed verdict (tests, the simulator's "always complete").
+//! - The end-of-turn verdict is a [`VerdictSource`]: Smart Turn through a
+//!   [`SmartTurnService`] shared by every call (production: its own threaded
+//!   pool; deterministic tests: an inline pool), Smart Turn on a given pool (a
+//!   service of the call's own is built around it), or a fixed verdict (tests,
+//!   the simulator's "always complete").
 
 use std::sync::Arc;
 
 use brisvox_models::pool::InferencePool;
-use brisvox_models::smart_turn::SmartTurn;
+use brisvox_models::smart_turn::{SmartTurn, SmartTurnService};
 use brisvox_models::vad::service::VadService;
 use brisvox_providers::{LlmProvider, SttProvider, TtsProvider};
 
@@ -57,7 +59,10 @@ impl std::fmt::Debug for VadSource {
 /// Where end-of-turn verdicts come from.
 #[derive(Clone)]
 pub enum VerdictSource {
-    /// Smart Turn run on `pool` (its Normal line) over the call's 8 s ring.
+    /// Smart Turn run on `pool` (its Normal line) over the call's 8 s ring,
+    /// through a [`SmartTurnService`] of the call's own
+    /// ([`SmartTurnService::with_pool`]): its snapshot buffer stays with the
+    /// call. Prefer [`VerdictSource::Service`] to share buffers and counters.
     SmartTurn {
         /// The loaded model.
         model: Arc<SmartTurn>,
@@ -65,6 +70,11 @@ pub enum VerdictSource {
         /// deterministic paused-clock tests.
         pool: InferencePool,
     },
+    /// Smart Turn through a service shared by the calls: snapshot buffers come
+    /// from its free list (held only while an analysis runs), and refused or
+    /// late analyses are failed verdicts, counted in
+    /// [`SmartTurnService::stats`] over all calls.
+    Service(SmartTurnService),
     /// Every stop gets this verdict at once.
     Fixed(Verdict),
 }
@@ -73,6 +83,7 @@ impl std::fmt::Debug for VerdictSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             VerdictSource::SmartTurn { .. } => f.write_str("VerdictSource::SmartTurn"),
+            VerdictSource::Service(_) => f.write_str("VerdictSource::Service"),
             VerdictSource::Fixed(v) => write!(f, "VerdictSource::Fixed({v:?})"),
         }
     }

@@ -2,7 +2,8 @@
 //! through the batched VAD service and Smart Turn v3.2, both on inline pools
 //! (each job runs inside its submit, so the paused clock sees no thread).
 //! Two utterances are two turns, each answered once after its real end; the
-//! pause inside a sentence does not end the turn.
+//! 400 ms pause inside a sentence is a VAD stop that Smart Turn judges
+//! incomplete, so the resumed speech is the same turn (adaptive policy).
 //!
 //! Skipped (with a message) when the model files or ONNX Runtime are missing,
 //! unless `CI` is set (`brisvox_models::runtime::models_required`).
@@ -122,7 +123,19 @@ async fn smart_turn_holds_the_turn_through_a_pause() {
     println!("{:?}", r.turn_counters);
     assert_eq!(r.turn_counters.turns, 1);
     assert_eq!(r.turn_counters.responses, 1);
+    assert_eq!(r.turn_counters.taken_back, 0);
     assert_eq!(mocks.llm.stats().started, 1);
+    // The 400 ms pause was a Silero stop, judged by Smart Turn (not ended by
+    // it), and the speech after it joined the same turn: two stops, two
+    // finals, one request with both.
+    let c = r.turn_counters;
+    assert!(c.verdicts_incomplete >= 1, "{c:?}");
+    assert_eq!(c.verdicts_complete + c.verdicts_incomplete, 2, "{c:?}");
+    assert_eq!(mocks.stt.stats().finalizes, 2);
+    assert_eq!(
+        mocks.llm.requests()[0].last_user_text(),
+        Some("utterance 0 utterance 1")
+    );
     let (_, end) = fx.utterances[0];
     let audible = run.audible_frames_ms();
     assert!(audible.iter().all(|&at| at > end as f64));
