@@ -2,7 +2,8 @@
 //!
 //! Routes: `/healthz` (the process is up), `/readyz` (it takes calls: 200, or
 //! 503 while draining, full or under pool pressure), `/metrics` (Prometheus
-//! text), `/call` (brisvox protocol) and `/twilio` (Twilio Media Streams).
+//! text), `/call` (brisvox protocol), `/twilio` (Twilio Media Streams), and
+//! the browser demo page at `/` ([`crate::demo`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -96,6 +97,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/metrics", get(metrics))
         .route("/call", get(call_route))
         .route("/twilio", get(twilio_route))
+        .merge(crate::demo::routes())
         .with_state(state)
 }
 

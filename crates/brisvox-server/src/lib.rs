@@ -5,7 +5,8 @@
 //! - [`handler`]: [`handler::CallHandler`], where a decoded call is handed to the
 //!   engine; [`audio_edge`]: codec and rate conversion at the call's edge.
 //! - [`http`]: the routes (`/healthz`, `/readyz`, `/metrics`, `/call`,
-//!   `/twilio`); [`admission`]: call limit, pool pressure, draining;
+//!   `/twilio`); [`demo`]: the browser demo page at `/`; [`admission`]: call
+//!   limit, pool pressure, draining;
 //!   [`metrics`]: Prometheus metrics; [`serve`]: start, signal, drain;
 //!   [`fd_limit`]: RLIMIT_NOFILE.
 //! - [`cli`], [`logging`], [`models`]: the command line.
@@ -19,6 +20,7 @@ pub mod admission;
 pub mod agent;
 pub mod audio_edge;
 pub mod cli;
+pub mod demo;
 pub mod engine;
 pub mod fd_limit;
 pub mod handler;

@@ -1,0 +1,222 @@
+// brisvox demo page: microphone -> /call -> speaker, with the live transcript
+// and a latency bar per turn. No build step, no dependencies.
+(function () {
+  'use strict';
+  const RATE = 16000;          // the call's rate both ways
+  const PREBUFFER_MS = 80;     // jitter buffer before playback starts
+
+  const $ = (id) => document.getElementById(id);
+  // State the browser test reads.
+  const state = window.brisvoxDemo = {
+    running: false, started: null, mock: null,
+    playedSamples: 0, bufferedSamples: 0, receivedSamples: 0,
+    sentFrames: 0, clears: 0, transcripts: [], interim: '', turnMetrics: [],
+    botSpeaking: false, ended: null, errors: [],
+  };
+  let ws = null, ctx = null, stream = null, capture = null, playback = null, source = null;
+
+  function setStatus(s) { $('status').textContent = s; }
+
+  function wsUrl() {
+    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    const token = new URLSearchParams(location.search).get('token');
+    return proto + '//' + location.host + '/call' + (token ? '?token=' + encodeURIComponent(token) : '');
+  }
+
+  function addLine(text, cls) {
+    const li = document.createElement('li');
+    li.textContent = text;
+    if (cls) li.className = cls;
+    const list = $('transcript');
+    list.appendChild(li);
+    list.scrollTop = list.scrollHeight;
+  }
+
+  async function start() {
+    $('toggle').disabled = true;
+    setStatus('asking for the microphone…');
+    try {
+      stream = await navigator.mediaDevices.getUserMedia({
+        audio: { channelCount: 1, echoCancellation: true, noiseSuppression: true, autoGainControl: true },
+      });
+      ctx = new AudioContext();
+      await ctx.audioWorklet.addModule('/demo/capture-worklet.js');
+      await ctx.audioWorklet.addModule('/demo/playback-worklet.js');
+      await ctx.resume();
+      playback = new AudioWorkletNode(ctx, 'brisvox-playback', {
+        numberOfInputs: 0, outputChannelCount: [1],
+        processorOptions: { inRate: RATE, prebufferMs: PREBUFFER_MS },
+      });
+      playback.port.onmessage = (e) => {
+        state.playedSamples = e.data.played;
+        state.bufferedSamples = e.data.buffered;
+        $('played').textContent = Math.round(e.data.played / (RATE / 1000));
+        $('buffered').textContent = Math.round(e.data.buffered / (RATE / 1000));
+      };
+      playback.connect(ctx.destination);
+      source = ctx.createMediaStreamSource(stream);
+      capture = new AudioWorkletNode(ctx, 'brisvox-capture', { numberOfOutputs: 0 });
+      capture.port.onmessage = (e) => {
+        if (ws && ws.readyState === WebSocket.OPEN && state.started) {
+          ws.send(e.data);
+          state.sentFrames++;
+          if (state.sentFrames % 25 === 0) $('sent').textContent = state.sentFrames;
+        }
+      };
+      source.connect(capture);
+      openSocket();
+    } catch (err) {
+      state.errors.push(String(err));
+      setStatus('could not start: ' + err);
+      await stop();
+    }
+  }
+
+  function openSocket() {
+    setStatus('connecting…');
+    ws = new WebSocket(wsUrl());
+    ws.binaryType = 'arraybuffer';
+    ws.onopen = () => {
+      ws.send(JSON.stringify({
+        type: 'start', protocol_version: 1, codec: 'pcm16', sample_rate: RATE,
+        call_id: 'demo-' + Date.now().toString(36), metadata: { client: 'brisvox-demo-page' },
+      }));
+    };
+    ws.onmessage = (e) => {
+      if (typeof e.data === 'string') onEvent(JSON.parse(e.data));
+      else onAudio(e.data);
+    };
+    ws.onclose = (e) => {
+      setStatus('call ended' + (state.ended ? ' (' + state.ended + ')' : '') + (e.code !== 1000 ? ', close ' + e.code : ''));
+      ws = null;
+      stop();
+    };
+    ws.onerror = () => state.errors.push('websocket error');
+    state.running = true;
+    $('toggle').textContent = 'Stop';
+    $('toggle').classList.add('stop');
+    $('toggle').disabled = false;
+  }
+
+  function onAudio(buf) {
+    // Copy: the worklet owns its message; the bytes are PCM16 little-endian.
+    const samples = new Int16Array(buf.slice(0));
+    state.receivedSamples += samples.length;
+    if (playback) playback.port.postMessage({ type: 'audio', samples }, [samples.buffer]);
+  }
+
+  function onEvent(ev) {
+    switch (ev.type) {
+      case 'started': {
+        state.started = ev; state.mock = !!ev.mock;
+        setStatus('in a call: speak');
+        const p = ev.providers || {};
+        $('providers').hidden = false;
+        $('providers').textContent = 'providers: STT ' + p.stt + ', LLM ' + p.llm + ', TTS ' + p.tts;
+        if (ev.mock) {
+          $('mock').hidden = false;
+          const mocks = ['stt', 'llm', 'tts'].filter((k) => p[k] === 'mock');
+          $('mock-text').textContent = 'This server runs mock ' + mocks.join(', ').toUpperCase() +
+            ': no real speech recognition or voice (the mock STT invents transcripts, the mock TTS plays tones). A test, not a product.';
+        }
+        break;
+      }
+      case 'transcript':
+        if (ev.final) {
+          state.transcripts.push(ev.text); state.interim = '';
+          $('interim').textContent = '';
+          addLine('you: ' + ev.text);
+        } else {
+          state.interim = ev.text; $('interim').textContent = ev.text;
+        }
+        break;
+      case 'bot_speaking_started':
+        state.botSpeaking = true; $('speaking').hidden = false; break;
+      case 'bot_speaking_stopped':
+        state.botSpeaking = false; $('speaking').hidden = true;
+        if (ev.interrupted) addLine('(bot interrupted)', 'event');
+        break;
+      case 'clear':
+        state.clears++; $('clears').textContent = state.clears;
+        if (playback) playback.port.postMessage({ type: 'clear' });
+        addLine('(barge-in: playback cleared)', 'event');
+        break;
+      case 'turn_metrics':
+        state.turnMetrics.push(ev); drawTurn(ev); break;
+      case 'error':
+        state.errors.push(ev.code + ': ' + ev.message);
+        addLine('error ' + ev.code + ': ' + ev.message, 'event');
+        break;
+      case 'end':
+        state.ended = ev.reason; break;
+      default: break;
+    }
+  }
+
+  // One bar per turn. Positions are ms from the end of the caller's speech:
+  // the turn-end decision, then the LLM's first token (after the request made
+  // at the decision), then the TTS's first byte, then the first audio out.
+  // The STT final is a marker on the same axis.
+  function drawTurn(m) {
+    const num = (v) => (typeof v === 'number' ? v : null);
+    const eot = num(m.end_of_turn_delay_ms), stt = num(m.stt_final_delay_ms);
+    const llm = num(m.llm_ttft_ms), tts = num(m.tts_ttfb_ms), resp = num(m.response_latency_ms);
+    const segs = [];
+    let t = 0;
+    if (eot !== null) { segs.push(['eot', 0, eot]); t = eot; }
+    if (llm !== null) { segs.push(['llm', t, t + llm]); t += llm; }
+    if (tts !== null) { segs.push(['tts', t, t + tts]); t += tts; }
+    if (resp !== null && resp > t) { segs.push(['out', t, resp]); t = resp; }
+    const total = Math.max(t, stt || 0, resp || 0, 1);
+    const scale = Math.max(total, 1500);
+    const li = document.createElement('li');
+    const label = document.createElement('div');
+    label.className = 'label';
+    const part = (name, v) => (v === null ? '' : name + ' ' + Math.round(v) + ' ms · ');
+    label.textContent = 'turn ' + m.turn + ': ' + part('STT final', stt) + part('end of turn', eot) +
+      part('LLM TTFT', llm) + part('TTS TTFB', tts) + part('first audio', resp) +
+      (num(m.time_to_silence_ms) !== null ? 'silence after barge-in ' + Math.round(m.time_to_silence_ms) + ' ms' : '');
+    label.textContent = label.textContent.replace(/ · $/, '');
+    const bar = document.createElement('div');
+    bar.className = 'bar';
+    for (const [cls, a, b] of segs) {
+      const d = document.createElement('div');
+      d.className = 'seg ' + cls;
+      d.style.left = (100 * a / scale) + '%';
+      d.style.width = (100 * Math.max(0, b - a) / scale) + '%';
+      d.title = cls + ' ' + Math.round(b - a) + ' ms';
+      bar.appendChild(d);
+    }
+    if (stt !== null) {
+      const mk = document.createElement('div');
+      mk.className = 'mark'; mk.style.left = (100 * stt / scale) + '%'; mk.title = 'STT final ' + Math.round(stt) + ' ms';
+      bar.appendChild(mk);
+    }
+    li.appendChild(label); li.appendChild(bar);
+    $('turns').prepend(li);
+  }
+
+  async function stop() {
+    if (ws && ws.readyState === WebSocket.OPEN) {
+      try { ws.send(JSON.stringify({ type: 'end', reason: 'user pressed stop' })); } catch (_) { /* closing */ }
+    }
+    if (source) { source.disconnect(); source = null; }
+    if (capture) { capture.port.onmessage = null; capture.disconnect(); capture = null; }
+    if (playback) { playback.disconnect(); playback = null; }
+    if (stream) { stream.getTracks().forEach((t) => t.stop()); stream = null; }
+    if (ctx) { const c = ctx; ctx = null; try { await c.close(); } catch (_) { /* closed */ } }
+    state.running = false; state.botSpeaking = false;
+    $('speaking').hidden = true;
+    $('toggle').textContent = 'Start';
+    $('toggle').classList.remove('stop');
+    $('toggle').disabled = false;
+  }
+
+  $('toggle').addEventListener('click', () => {
+    if (state.running) { setStatus('ending…'); stop(); }
+    else {
+      state.started = null; state.ended = null;
+      start();
+    }
+  });
+})();

@@ -1,0 +1,88 @@
+// Bot audio playback with a small jitter buffer.
+//
+// The page posts {type:'audio', samples: Int16Array at inRate}. Playback starts
+// once `prebufferMs` of audio is queued (and again after an underrun); a
+// {type:'clear'} message drops everything queued at once (barge-in). Every
+// ~50 ms the processor reports {played, buffered} in input samples.
+class PlaybackProcessor extends AudioWorkletProcessor {
+  constructor(options) {
+    super();
+    const o = (options && options.processorOptions) || {};
+    this.inRate = o.inRate || 16000;
+    this.prebuffer = Math.round(((o.prebufferMs || 80) * this.inRate) / 1000);
+    this.step = this.inRate / sampleRate; // input samples per output sample
+    this.queue = [];      // Float32Array chunks at inRate
+    this.queued = 0;      // samples in queue (from the head chunk's offset)
+    this.offset = 0;      // read position inside queue[0], fractional
+    this.playing = false;
+    this.played = 0;      // input samples played since start
+    this.sinceReport = 0;
+    this.port.onmessage = (e) => this.onMessage(e.data);
+  }
+
+  onMessage(msg) {
+    if (msg.type === 'audio') {
+      const src = msg.samples;
+      const f = new Float32Array(src.length);
+      for (let i = 0; i < src.length; i++) f[i] = src[i] / 32768;
+      this.queue.push(f);
+      this.queued += f.length;
+    } else if (msg.type === 'clear') {
+      this.queue = [];
+      this.queued = 0;
+      this.offset = 0;
+      this.playing = false;
+      this.report();
+    }
+  }
+
+  sampleAt(k) { // k-th sample from the read head, walking chunks
+    let idx = 0;
+    while (idx < this.queue.length) {
+      const c = this.queue[idx];
+      if (k < c.length) return c[k];
+      k -= c.length;
+      idx++;
+    }
+    return 0;
+  }
+
+  process(_inputs, outputs) {
+    const out = outputs[0][0];
+    if (!this.playing && this.queued >= this.prebuffer) this.playing = true;
+    let consumed = 0;
+    for (let i = 0; i < out.length; i++) {
+      if (!this.playing || this.queued - Math.floor(this.offset) < 2) {
+        out[i] = 0;
+        if (this.playing) this.playing = false; // underrun: buffer again
+        continue;
+      }
+      const base = Math.floor(this.offset);
+      const frac = this.offset - base;
+      const a = this.sampleAt(base);
+      const b = this.sampleAt(base + 1);
+      out[i] = a + (b - a) * frac;
+      this.offset += this.step;
+      // Drop whole chunks that the read head has passed.
+      while (this.queue.length && Math.floor(this.offset) >= this.queue[0].length) {
+        const len = this.queue[0].length;
+        this.queue.shift();
+        this.offset -= len;
+        this.queued -= len;
+        consumed += len;
+      }
+    }
+    for (let c = 1; c < outputs[0].length; c++) outputs[0][c].set(out);
+    this.played += consumed;
+    this.sinceReport += out.length;
+    if (this.sinceReport >= sampleRate / 20) this.report();
+    return true;
+  }
+
+  report() {
+    this.sinceReport = 0;
+    this.port.postMessage({ played: this.played, buffered: Math.max(0, this.queued - Math.floor(this.offset)) });
+  }
+}
+
+registerProcessor('brisvox-playback', PlaybackProcessor);
