@@ -316,7 +316,13 @@ fn turn_config(agent: &AgentSettings) -> TurnConfig {
         (l.idle_prompt_after_s > 0 && !l.idle_prompt.trim().is_empty()).then(|| IdleConfig {
             prompt_after: Duration::from_secs(u64::from(l.idle_prompt_after_s)),
             prompt: l.idle_prompt.clone(),
-            end_after: Duration::from_secs(u64::from(l.idle_end_after_s.max(1))),
+            // The file counts both from the caller's last speech; the engine
+            // counts the end from the prompt.
+            end_after: Duration::from_secs(u64::from(
+                l.idle_end_after_s
+                    .saturating_sub(l.idle_prompt_after_s)
+                    .max(1),
+            )),
         });
     TurnConfig {
         policy,

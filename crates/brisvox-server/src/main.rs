@@ -90,11 +90,18 @@ fn serve(
 
 /// `brisvox check FILE`: the resolved settings on stdout, secrets redacted.
 fn check(file: &Path) -> anyhow::Result<()> {
+    use std::io::Write as _;
     let settings = AgentSettings::load(file, &process_env)?;
-    println!("# {}: valid", file.display());
+    let mut text = format!("# {}: valid\n", file.display());
     if settings.uses_mock() {
-        println!("# NOTE: mock providers selected (no real STT/LLM/TTS): for tests and demos only");
+        text.push_str(
+            "# NOTE: mock providers selected (no real STT/LLM/TTS): for tests and demos only\n",
+        );
     }
-    print!("{}", settings.to_redacted_toml());
-    Ok(())
+    text.push_str(&settings.to_redacted_toml());
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        // A reader that stopped early (`| head`) is not an error of the check.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }

@@ -190,7 +190,7 @@ impl Default for MockLlmSettings {
     fn default() -> Self {
         Self {
             first_token_ms: 350,
-            token_interval_ms: 20,
+            token_interval_ms: 30,
         }
     }
 }
