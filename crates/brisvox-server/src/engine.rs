@@ -32,6 +32,7 @@ use brisvox_providers::mock::{
     MockLlm, MockLlmConfig, MockStt, MockSttConfig, MockTts, MockTtsConfig,
 };
 use brisvox_providers::openai_llm::{MaxTokensField, OpenAiLlm, OpenAiLlmConfig};
+use brisvox_providers::openai_transcribe::{OpenAiTranscribe, OpenAiTranscribeOptions};
 use brisvox_providers::vendors::ApiKey;
 use brisvox_transport::brisvox_ws::{ServerEvent, TurnMetricsMs};
 use tokio::sync::mpsc;
@@ -349,6 +350,13 @@ fn build_providers(agent: &AgentSettings) -> Result<Providers, EngineSetupError>
     })
 }
 
+fn language_code(language: Language) -> &'static str {
+    match language {
+        Language::En => "en",
+        Language::Tr => "tr",
+    }
+}
+
 fn fixed_ms(n: u32) -> Latency {
     Latency::Fixed(u64::from(n))
 }
@@ -401,17 +409,28 @@ fn build_stt(
             if let Some(url) = &s.base_url {
                 options.url = url.clone();
             }
-            options.language = Some(
-                match agent.language {
-                    Language::En => "en",
-                    Language::Tr => "tr",
-                }
-                .to_owned(),
-            );
+            options.language = Some(language_code(agent.language).to_owned());
             let key = api_key(&s.api_key, section)?;
             Ok(Arc::new(DeepgramStt::new(key.expose(), options)))
         }
-        other => unavailable("stt", other.as_str(), "mock, deepgram"),
+        SttProvider::OpenaiTranscribe => {
+            let section = "stt.openai_transcribe";
+            let s = agent
+                .stt
+                .openai_transcribe
+                .as_ref()
+                .ok_or(EngineSetupError::MissingSection { section })?;
+            let mut options = OpenAiTranscribeOptions::default();
+            options.model = s.model.clone();
+            options.base_url = s.base_url.clone();
+            options.language = Some(language_code(agent.language).to_owned());
+            let key = match &s.api_key {
+                Some(k) => Some(api_key(k, section)?.expose().to_owned()),
+                None => None,
+            };
+            Ok(Arc::new(OpenAiTranscribe::new(key, options)))
+        }
+        other => unavailable("stt", other.as_str(), "mock, deepgram, openai_transcribe"),
     }
 }
 

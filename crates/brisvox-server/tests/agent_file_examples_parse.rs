@@ -40,7 +40,7 @@ fn mock_example_and_no_file_select_mocks() {
     assert!(s.uses_mock());
     assert_eq!(s.llm.mock.first_token_ms, 200);
     assert_eq!(
-        s.llm.mock.token_interval_ms, 20,
+        s.llm.mock.token_interval_ms, 30,
         "unset keys keep their defaults"
     );
     let defaults = AgentSettings::mock_defaults();

@@ -43,6 +43,16 @@ fn deepgram_stt_and_aura_are_built_from_their_sections() {
 }
 
 #[test]
+fn batch_transcription_is_built_with_or_without_a_key() {
+    for key in ["api_key = \"${OPENAI_API_KEY}\"\n", ""] {
+        let a = agent(&format!(
+            "[stt]\nprovider = \"openai_transcribe\"\n[stt.openai_transcribe]\n{key}base_url = \"http://127.0.0.1:9/v1\""
+        ));
+        EngineCallHandler::new(&a).expect("provider builds");
+    }
+}
+
+#[test]
 fn a_provider_this_build_cannot_run_is_named_in_the_error() {
     let a = agent("[stt]\nprovider = \"local\"\n[stt.local]\nmodel_path = \"x\"");
     let err = EngineCallHandler::new(&a).unwrap_err();

@@ -19,8 +19,8 @@ pub use policy::{
 };
 pub use providers::{
     DeepgramSttSettings, EnvLookup, LlmProvider, LlmSection, LocalModelSettings, MockLlmSettings,
-    MockSttSettings, MockTtsSettings, OpenAiCompatibleSettings, REASONING_EFFORTS, SttProvider,
-    SttSection, TtsProvider, TtsSection, VendorTtsSettings,
+    MockSttSettings, MockTtsSettings, OpenAiCompatibleSettings, OpenAiTranscribeSettings,
+    REASONING_EFFORTS, SttProvider, SttSection, TtsProvider, TtsSection, VendorTtsSettings,
 };
 pub use server::{AuthSettings, RouteAuth, ServerSettings, TokenPlacement};
 

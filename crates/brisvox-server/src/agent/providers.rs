@@ -51,6 +51,9 @@ pub enum SttProvider {
     Mock,
     /// Deepgram streaming STT.
     Deepgram,
+    /// An OpenAI-compatible `/v1/audio/transcriptions` endpoint, given each
+    /// utterance at the VAD stop (OpenAI Whisper, local Whisper servers).
+    OpenaiTranscribe,
     /// A local model.
     Local,
 }
@@ -93,7 +96,9 @@ macro_rules! provider_name {
         }
     };
 }
-provider_name!(SttProvider { Mock => "mock", Deepgram => "deepgram", Local => "local" });
+provider_name!(SttProvider {
+    Mock => "mock", Deepgram => "deepgram", OpenaiTranscribe => "openai_transcribe", Local => "local",
+});
 provider_name!(LlmProvider { Mock => "mock", OpenaiCompatible => "openai_compatible" });
 provider_name!(TtsProvider {
     Mock => "mock", Cartesia => "cartesia", Elevenlabs => "elevenlabs",
@@ -134,6 +139,29 @@ fn default_deepgram_model() -> String {
     "nova-3".to_owned()
 }
 
+/// `[stt.openai_transcribe]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenAiTranscribeSettings {
+    /// Model name.
+    #[serde(default = "default_transcribe_model")]
+    pub model: String,
+    /// API key, `"${OPENAI_API_KEY}"`; leave it out for a local server without auth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<SecretSetting>,
+    /// The API's base URL (the adapter appends `/audio/transcriptions`).
+    #[serde(default = "default_transcribe_base_url")]
+    pub base_url: String,
+}
+
+fn default_transcribe_model() -> String {
+    "whisper-1".to_owned()
+}
+
+fn default_transcribe_base_url() -> String {
+    "https://api.openai.com/v1".to_owned()
+}
+
 /// `[stt.local]` / `[tts.local]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -156,6 +184,9 @@ pub struct SttSection {
     /// Deepgram settings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deepgram: Option<DeepgramSttSettings>,
+    /// OpenAI-compatible batch transcription settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub openai_transcribe: Option<OpenAiTranscribeSettings>,
     /// Local model settings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local: Option<LocalModelSettings>,
@@ -165,12 +196,25 @@ impl SttSection {
     pub(super) fn check(&mut self, env: EnvLookup<'_>) -> Result<(), AgentError> {
         match self.provider {
             SttProvider::Deepgram => require(&self.deepgram, "stt.deepgram", "deepgram")?,
+            SttProvider::OpenaiTranscribe => require(
+                &self.openai_transcribe,
+                "stt.openai_transcribe",
+                "openai_transcribe",
+            )?,
             SttProvider::Local => require(&self.local, "stt.local", "local")?,
             SttProvider::Mock => {}
         }
         if let Some(d) = &mut self.deepgram {
             let selected = self.provider == SttProvider::Deepgram;
             resolve(&mut d.api_key, "stt.deepgram.api_key", env, selected)?;
+        }
+        if let Some(key) = self
+            .openai_transcribe
+            .as_mut()
+            .and_then(|t| t.api_key.as_mut())
+        {
+            let selected = self.provider == SttProvider::OpenaiTranscribe;
+            resolve(key, "stt.openai_transcribe.api_key", env, selected)?;
         }
         Ok(())
     }
