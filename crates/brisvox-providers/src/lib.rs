@@ -34,6 +34,7 @@ pub mod deepgram;
 pub mod elevenlabs;
 pub mod error;
 pub mod llm;
+pub mod local;
 pub mod mock;
 pub mod openai_llm;
 pub mod openai_transcribe;

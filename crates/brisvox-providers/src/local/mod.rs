@@ -1,0 +1,13 @@
+//! Local providers that need no key and no network, for demos and tests.
+//!
+//! - [`LocalRulesLlm`]: a built-in rules agent (not a language model) that
+//!   echoes what it heard and answers a few intents, streamed word by word with
+//!   a realistic delay.
+//! - [`EspeakTts`]: speech from the `espeak-ng` program (Debian package
+//!   `espeak-ng`), run as a separate process per text chunk.
+
+mod llm;
+mod tts;
+
+pub use llm::{Intent, LocalLlmConfig, LocalRulesLlm, MAX_ECHO_WORDS, detect_intents, reply};
+pub use tts::{ESPEAK_PACKAGE, EspeakConfig, EspeakStats, EspeakTts, LocalTtsError};
