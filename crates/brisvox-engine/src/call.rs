@@ -131,6 +131,7 @@ fn empty_report(end: CallEnd, failures: &FailureBook) -> CallReport {
         failed_responses: 0,
         provider_failures: failures.snapshot(),
         pacer: Default::default(),
+        early_analysis: Default::default(),
         frames_in: 0,
         stt_frames_dropped: 0,
         vad_windows_lost: 0,
@@ -260,6 +261,7 @@ impl Call {
             verdicts: self.models.verdict.clone(),
             ring,
             events: self.events.clone(),
+            early_analysis: self.config.early_analysis,
         });
         let outcome = driver.run().await;
         self.finish(outcome, Tasks { plain, output }).await
@@ -333,6 +335,7 @@ impl Call {
             vad: self.models.vad.clone(),
             vad_params: self.config.vad,
             speech_dbfs: self.config.energy_vad.speech_dbfs,
+            falling_hints: self.config.early_analysis.is_some(),
             stats: Arc::clone(&self.audio_stats),
             shutdown: self.shutdown.subscribe(),
         })
@@ -404,6 +407,7 @@ impl Call {
             failed_responses: self.failed_responses.load(Ordering::Relaxed),
             provider_failures: self.failures.snapshot(),
             pacer,
+            early_analysis: outcome.early_analysis,
             frames_in: self.audio_stats.frames_in.load(Ordering::Relaxed),
             stt_frames_dropped: self.audio_stats.stt_dropped.load(Ordering::Relaxed),
             vad_windows_lost: self.audio_stats.vad_lost.load(Ordering::Relaxed),

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use brisvox_models::vad::detector::VadParams;
+use brisvox_models::vad::detector::{FallingHintImpossible, VadParams};
 use brisvox_providers::{SttConfig, TtsConfig};
 use brisvox_text::Language;
 
@@ -84,6 +84,28 @@ impl Default for ProviderLimits {
     }
 }
 
+/// Early analysis (opt-in): Smart Turn starts at the VAD's falling hint and its
+/// verdict answers the confirmed stop of the same fall (module docs of the
+/// driver's early analysis). Needs `vad.fall_delay` set so that hints can be
+/// sent ([`VadParams::check_falling_hint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EarlyAnalysisConfig {
+    /// Most early analyses per user turn (renewed at each turn end).
+    pub max_per_turn: u32,
+    /// Most audio between the snapshot and the stop for the verdict to be reused.
+    pub max_tail: Duration,
+}
+
+impl Default for EarlyAnalysisConfig {
+    /// 4 analyses per turn, 300 ms of tail.
+    fn default() -> Self {
+        EarlyAnalysisConfig {
+            max_per_turn: 4,
+            max_tail: Duration::from_millis(300),
+        }
+    }
+}
+
 /// Everything one call needs besides its transport, providers and models.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineConfig {
@@ -117,6 +139,8 @@ pub struct EngineConfig {
     pub queues: QueueCapacities,
     /// Settings of the energy VAD, when the call uses it.
     pub energy_vad: EnergyVadConfig,
+    /// Early analysis at the VAD's falling hint; `None` (the default) is off.
+    pub early_analysis: Option<EarlyAnalysisConfig>,
 }
 
 impl Default for EngineConfig {
@@ -135,6 +159,7 @@ impl Default for EngineConfig {
             limits: ProviderLimits::default(),
             queues: QueueCapacities::default(),
             energy_vad: EnergyVadConfig::default(),
+            early_analysis: None,
         }
     }
 }
@@ -178,6 +203,9 @@ pub enum EngineConfigError {
         /// The rate asked for.
         rate_hz: u32,
     },
+    /// Early analysis is on but the VAD can send no falling hint.
+    #[error("early_analysis needs a VAD falling hint: {0}")]
+    EarlyAnalysis(#[from] FallingHintImpossible),
     /// The energy VAD threshold is not a level below full scale.
     #[error("energy_vad.speech_dbfs must be below 0 dBFS, got {0}")]
     EnergyThreshold(f32),
@@ -217,6 +245,10 @@ impl EngineConfig {
             (q.output, "queues.output"),
         ] {
             positive(v as u64, field)?;
+        }
+        if let Some(early) = self.early_analysis {
+            positive(u64::from(early.max_per_turn), "early_analysis.max_per_turn")?;
+            self.vad.check_falling_hint()?;
         }
         self.validate_audio()
     }
@@ -281,6 +313,23 @@ mod tests {
         assert!(matches!(
             cfg.validate(),
             Err(EngineConfigError::VadThresholds { .. })
+        ));
+        let mut cfg = EngineConfig {
+            early_analysis: Some(EarlyAnalysisConfig::default()),
+            ..EngineConfig::default()
+        };
+        assert_eq!(
+            cfg.validate(),
+            Err(EngineConfigError::EarlyAnalysis(
+                FallingHintImpossible::Disabled
+            ))
+        );
+        cfg.vad.fall_delay = Some(Duration::from_millis(64));
+        assert_eq!(cfg.validate(), Ok(()));
+        cfg.vad.fall_delay = Some(Duration::from_millis(100));
+        assert!(matches!(
+            cfg.validate(),
+            Err(EngineConfigError::EarlyAnalysis(_))
         ));
         let mut cfg = EngineConfig::default();
         cfg.turn.final_timeout = Duration::ZERO;

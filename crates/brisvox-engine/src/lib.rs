@@ -31,9 +31,10 @@ mod stages;
 
 pub use call::{CallError, run_call, run_call_with_events};
 pub use config::{
-    EnergyVadConfig, EngineConfig, EngineConfigError, ProviderLimits, QueueCapacities,
+    EarlyAnalysisConfig, EnergyVadConfig, EngineConfig, EngineConfigError, ProviderLimits,
+    QueueCapacities,
 };
 pub use events::{EngineEvent, EventSink};
 pub use models::{Models, Providers, VadSource, VerdictSource};
-pub use report::{CallEnd, CallReport, FailureCount, ProviderStage};
+pub use report::{CallEnd, CallReport, EarlyAnalysisCounters, FailureCount, ProviderStage};
 pub use transport::{TransportClosed, TransportSink, TransportSource};

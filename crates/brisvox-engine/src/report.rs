@@ -69,6 +69,23 @@ impl FailureBook {
     }
 }
 
+/// What the early analyses of a call did (all zero when it is off).
+/// `started == reused + wasted + failed` at the end of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EarlyAnalysisCounters {
+    /// Analyses started at a falling hint.
+    pub started: u64,
+    /// Of those, the ones whose verdict (or running analysis) answered the stop.
+    pub reused: u64,
+    /// Discarded: a newer hint, a speech start, the turn's end, the hang-up,
+    /// or a stop the reuse rule refused.
+    pub wasted: u64,
+    /// Finished without a verdict before the stop took them.
+    pub failed: u64,
+    /// Hints that started nothing: the turn's budget was spent.
+    pub capped: u64,
+}
+
 /// How the call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallEnd {
@@ -100,6 +117,8 @@ pub struct CallReport {
     pub provider_failures: Vec<FailureCount>,
     /// The output pacer's counters.
     pub pacer: PacerMetrics,
+    /// The early analyses (Smart Turn at the falling hint).
+    pub early_analysis: EarlyAnalysisCounters,
     /// Caller frames read from the transport.
     pub frames_in: u64,
     /// Caller frames the STT session could not take (its queue was full or it was gone).

@@ -72,6 +72,8 @@ pub(crate) struct AudioIn<S> {
     window_len: usize,
     windows: u64,
     origin: Option<Instant>,
+    /// Whether falling hints go to the driver (early analysis is on).
+    falling_hints: bool,
     stats: Arc<AudioInStats>,
     shutdown: watch::Receiver<bool>,
 }
@@ -85,6 +87,8 @@ pub(crate) struct AudioInParts<S> {
     pub(crate) vad: VadSource,
     pub(crate) vad_params: VadParams,
     pub(crate) speech_dbfs: f32,
+    /// Send the VAD's falling hints to the driver (early analysis).
+    pub(crate) falling_hints: bool,
     pub(crate) stats: Arc<AudioInStats>,
     pub(crate) shutdown: watch::Receiver<bool>,
 }
@@ -120,6 +124,7 @@ impl<S: crate::TransportSource> AudioIn<S> {
             window_len: 0,
             windows: 0,
             origin: None,
+            falling_hints: parts.falling_hints,
             stats: parts.stats,
             shutdown: parts.shutdown,
         }
@@ -253,6 +258,9 @@ impl<S: crate::TransportSource> AudioIn<S> {
             VadEvent::SpeechEnd { speech_end_at, .. } => DriverInput::SpeechEnd {
                 speech_end: origin + speech_end_at,
                 decided: now(),
+            },
+            VadEvent::Falling { at, .. } if self.falling_hints => DriverInput::SpeechFalling {
+                speech_end: origin + at,
             },
             VadEvent::Falling { .. } => return true,
         };

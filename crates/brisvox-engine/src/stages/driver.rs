@@ -28,10 +28,13 @@ use brisvox_models::smart_turn::{
 };
 use tokio::sync::{mpsc, watch};
 
+use super::early::{EarlyAnalysis, EarlyResult};
 use super::llm::LlmInput;
 use super::{SharedTimeline, now, sleep_until};
+use crate::config::EarlyAnalysisConfig;
 use crate::events::{EngineEvent, EventSink};
 use crate::models::VerdictSource;
+use crate::report::EarlyAnalysisCounters;
 use crate::report::{CallEnd, REPORT_TURN_RECORDS};
 use crate::turn::{Action, StopId, TurnCounters, TurnMachine, Verdict};
 
@@ -40,6 +43,9 @@ use crate::turn::{Action, StopId, TurnCounters, TurnMachine, Verdict};
 pub(crate) enum DriverInput {
     /// The VAD confirmed speech that started at `at` (audio time).
     SpeechStart { at: Instant, decided: Instant },
+    /// The VAD's falling hint (early analysis): if this fall is confirmed,
+    /// its stop will carry `speech_end`.
+    SpeechFalling { speech_end: Instant },
     /// The VAD confirmed a stop; speech ended at `speech_end` (backdated).
     SpeechEnd {
         speech_end: Instant,
@@ -68,6 +74,7 @@ pub(crate) struct DriverOutcome {
     pub(crate) end: CallEnd,
     pub(crate) records: Vec<TurnRecord>,
     pub(crate) records_dropped: u64,
+    pub(crate) early_analysis: EarlyAnalysisCounters,
 }
 
 /// Where the driver's verdicts come from.
@@ -104,6 +111,10 @@ pub(crate) struct TurnDriver {
     events: EventSink,
     /// The analysis in flight on a threaded pool.
     analysis: Option<(StopId, PendingVerdict)>,
+    /// Early analysis at falling hints (with Smart Turn, when configured).
+    early: Option<EarlyAnalysis>,
+    /// The speech end of the last confirmed stop.
+    last_stop: Option<Instant>,
     records: Vec<TurnRecord>,
     records_dropped: u64,
     end: Option<CallEnd>,
@@ -122,6 +133,8 @@ pub(crate) struct DriverParts {
     pub(crate) ring: Option<Arc<Mutex<SmartTurnRing>>>,
     /// Where the call's events go.
     pub(crate) events: EventSink,
+    /// Early analysis settings; `None` is off.
+    pub(crate) early_analysis: Option<EarlyAnalysisConfig>,
 }
 
 impl TurnDriver {
@@ -134,6 +147,11 @@ impl TurnDriver {
             floor: parts.floor,
             llm: parts.llm,
             finalize: parts.finalize,
+            early: match parts.verdicts {
+                VerdictSource::Fixed(_) => None,
+                _ => parts.early_analysis.map(EarlyAnalysis::new),
+            },
+            last_stop: None,
             verdicts: Verdicts::new(parts.verdicts),
             ring: parts.ring,
             events: parts.events,
@@ -161,6 +179,11 @@ impl TurnDriver {
                 result = analysis(&mut self.analysis), if self.analysis.is_some() => {
                     self.on_analysis(result);
                 }
+                result = early_running(&mut self.early), if self.early_running() => {
+                    if let Some(early) = &mut self.early {
+                        early.on_ready(result);
+                    }
+                }
                 input = self.inbox.recv() => match input {
                     Some(input) => self.on_input(input),
                     None => self.end = Some(CallEnd::Hangup),
@@ -173,6 +196,9 @@ impl TurnDriver {
 
     fn finish(mut self) -> DriverOutcome {
         self.machine.handle_hangup(now());
+        if let Some(early) = &mut self.early {
+            early.discard();
+        }
         self.timeline
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -184,17 +210,35 @@ impl TurnDriver {
             end: self.end.unwrap_or(CallEnd::Hangup),
             records: self.records,
             records_dropped: self.records_dropped,
+            early_analysis: self
+                .early
+                .as_ref()
+                .map(EarlyAnalysis::counters)
+                .unwrap_or_default(),
         }
     }
 
     fn on_input(&mut self, input: DriverInput) {
+        if let DriverInput::SpeechFalling { speech_end } = input {
+            self.on_falling(speech_end);
+            return;
+        }
         let m = &mut self.machine;
         match input {
-            DriverInput::SpeechStart { at, decided } => m.handle_speech_start(decided, at),
+            DriverInput::SpeechStart { at, decided } => {
+                if let Some(early) = &mut self.early {
+                    early.discard();
+                }
+                m.handle_speech_start(decided, at);
+            }
             DriverInput::SpeechEnd {
                 speech_end,
                 decided,
-            } => m.handle_speech_end(decided, speech_end),
+            } => {
+                self.last_stop = Some(speech_end);
+                m.handle_speech_end(decided, speech_end);
+            }
+            DriverInput::SpeechFalling { .. } => {}
             DriverInput::Interim(text) => {
                 m.handle_interim(now(), &text);
                 self.events.emit(EngineEvent::Transcript {
@@ -276,6 +320,9 @@ impl TurnDriver {
         // patches (made right after a barge-in's clear) are in.
         if event == TurnEvent::TurnEnd {
             self.collect_records();
+            if let Some(early) = &mut self.early {
+                early.new_turn();
+            }
         }
     }
 
@@ -324,6 +371,20 @@ impl TurnDriver {
             }
             Verdicts::Service(service) => service,
         };
+        let samples_now = self.ring.as_ref().map_or(0, |ring| {
+            ring.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .samples_written()
+        });
+        let early = self.early.as_mut();
+        match early.and_then(|e| e.take_for_stop(self.last_stop, samples_now)) {
+            Some(EarlyResult::Ready(result)) => return self.on_analysis_of(stop, result),
+            Some(EarlyResult::Running(pending)) => {
+                self.analysis = Some((stop, pending));
+                return;
+            }
+            None => {}
+        }
         // From the service's free list; it goes back there after the analysis.
         let mut snapshot = service.snapshot_buffer();
         if let Some(ring) = &self.ring {
@@ -337,6 +398,29 @@ impl TurnDriver {
             Poll::Ready(result) => self.on_analysis_of(stop, result),
             Poll::Pending => self.analysis = Some((stop, pending)),
         }
+    }
+
+    /// A falling hint: start Smart Turn on the ring now, within the turn's budget.
+    fn on_falling(&mut self, speech_end: Instant) {
+        let (Some(early), Verdicts::Service(service), Some(ring)) =
+            (&mut self.early, &self.verdicts, &self.ring)
+        else {
+            return;
+        };
+        if !early.may_start() {
+            return;
+        }
+        let mut snapshot = service.snapshot_buffer();
+        let samples_at = {
+            let ring = ring.lock().unwrap_or_else(PoisonError::into_inner);
+            ring.snapshot_into(&mut snapshot);
+            ring.samples_written()
+        };
+        early.started(speech_end, samples_at, service.analyze(snapshot));
+    }
+
+    fn early_running(&mut self) -> bool {
+        self.early.as_mut().is_some_and(|e| e.running().is_some())
     }
 
     fn on_analysis(&mut self, result: Result<ModelVerdict, SmartTurnError>) {
@@ -371,6 +455,18 @@ async fn analysis(
 ) -> Result<ModelVerdict, SmartTurnError> {
     match pending {
         Some((_, verdict)) => verdict.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The early analysis in flight.
+///
+/// # Cancel safety
+///
+/// Cancel safe: the analysis stays in place until it resolves.
+async fn early_running(early: &mut Option<EarlyAnalysis>) -> Result<ModelVerdict, SmartTurnError> {
+    match early.as_mut().and_then(EarlyAnalysis::running) {
+        Some(pending) => pending.await,
         None => std::future::pending().await,
     }
 }

@@ -103,6 +103,7 @@ async fn audio_in_run(frames: &[AudioFrame]) -> Vec<Duration> {
         vad: VadSource::Energy,
         vad_params: params,
         speech_dbfs: -40.0,
+        falling_hints: false,
         stats: Arc::new(AudioInStats::default()),
         shutdown: down_rx,
     });

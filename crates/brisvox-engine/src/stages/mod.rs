@@ -18,6 +18,7 @@
 
 pub(crate) mod audio_in;
 pub(crate) mod driver;
+pub(crate) mod early;
 pub(crate) mod frame_queue;
 pub(crate) mod llm;
 pub(crate) mod output;
