@@ -20,13 +20,14 @@ use brisvox_engine::{
     TransportSource, VadSource, VerdictSource, events::EVENT_QUEUE_CAPACITY,
 };
 use brisvox_models::pool::{InferencePool, PoolConfig};
-use brisvox_models::smart_turn::{SmartTurn, SmartTurnConfig};
+use brisvox_models::smart_turn::{SmartTurnService, SmartTurnServiceConfig};
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::{SileroModel, SileroRate};
 use brisvox_providers::cartesia::{CartesiaConfig, CartesiaTts};
 use brisvox_providers::deepgram::aura::{DeepgramAura, DeepgramAuraOptions};
 use brisvox_providers::deepgram::stt::{DeepgramStt, DeepgramSttOptions};
 use brisvox_providers::elevenlabs::{ElevenLabsConfig, ElevenLabsTts};
+use brisvox_providers::local::{EspeakConfig, EspeakTts, LocalLlmConfig, LocalRulesLlm};
 use brisvox_providers::mock::Latency;
 use brisvox_providers::mock::{
     MockLlm, MockLlmConfig, MockStt, MockSttConfig, MockTts, MockTtsConfig,
@@ -80,6 +81,13 @@ pub enum EngineSetupError {
         provider: String,
         /// What this build offers.
         available: &'static str,
+    },
+    /// A local provider's program could not run (the message names the
+    /// package to install).
+    #[error("{reason}")]
+    LocalProgram {
+        /// What failed, and the fix.
+        reason: String,
     },
 }
 
@@ -466,6 +474,11 @@ fn build_llm(
             }
             Ok(Arc::new(OpenAiLlm::new(config)))
         }
+        LlmProvider::Local => Ok(Arc::new(LocalRulesLlm::new(LocalLlmConfig {
+            first_token_ms: u64::from(agent.llm.local.first_token_ms),
+            word_interval_ms: u64::from(agent.llm.local.word_interval_ms),
+            ..LocalLlmConfig::default()
+        }))),
     }
 }
 
@@ -512,12 +525,36 @@ fn build_tts(
             let key = api_key(&s.api_key, section)?;
             Ok(Arc::new(DeepgramAura::new(key.expose(), options)))
         }
-        other => unavailable(
-            "tts",
-            other.as_str(),
-            "mock, cartesia, elevenlabs, deepgram_aura",
-        ),
+        TtsProvider::Local => build_espeak(agent),
     }
+}
+
+/// `[tts] provider = "local"`: espeak-ng, checked at startup (a missing
+/// program is an error naming the package). `[tts.local]` (a voice model) is
+/// not supported yet.
+fn build_espeak(
+    agent: &AgentSettings,
+) -> Result<Arc<dyn brisvox_providers::TtsProvider>, EngineSetupError> {
+    if agent.tts.local.is_some() {
+        return unavailable(
+            "tts",
+            "local with [tts.local] (a voice model)",
+            "local without [tts.local] (espeak-ng)",
+        );
+    }
+    let voice = match agent.language {
+        Language::En => "en-us",
+        Language::Tr => "tr",
+    };
+    let tts = EspeakTts::new(EspeakConfig {
+        voice: voice.to_owned(),
+        ..EspeakConfig::default()
+    });
+    tts.probe_blocking()
+        .map_err(|e| EngineSetupError::LocalProgram {
+            reason: e.to_string(),
+        })?;
+    Ok(Arc::new(tts))
 }
 
 fn silero_service() -> Result<VadService, EngineSetupError> {
@@ -533,19 +570,17 @@ fn silero_service() -> Result<VadService, EngineSetupError> {
     ))
 }
 
+/// Smart Turn through one service shared by every call: its own pool (one
+/// thread), snapshot buffers from its free list, refused or late analyses
+/// counted as failed verdicts.
 fn smart_turn_source() -> Result<VerdictSource, EngineSetupError> {
-    let model_error = |e: brisvox_models::smart_turn::SmartTurnError| EngineSetupError::Model {
-        what: "Smart Turn v3.2",
-        reason: e.to_string(),
-    };
-    let model = SmartTurn::load(SmartTurnConfig::default()).map_err(model_error)?;
-    model.warm_up().map_err(model_error)?;
-    let mut config = PoolConfig::named("smart-turn");
-    config.threads = 1;
-    Ok(VerdictSource::SmartTurn {
-        model: Arc::new(model),
-        pool: InferencePool::new(config),
-    })
+    let service = SmartTurnService::start(SmartTurnServiceConfig::default()).map_err(|e| {
+        EngineSetupError::Model {
+            what: "Smart Turn v3.2",
+            reason: e.to_string(),
+        }
+    })?;
+    Ok(VerdictSource::Service(service))
 }
 
 /// Pool pressure: the VAD service's queue over its limit for long enough.

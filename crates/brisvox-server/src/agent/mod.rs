@@ -18,9 +18,10 @@ pub use policy::{
     TurnAnalyzer, TurnPolicy, TurnSettings, VadDetector, VadSettings,
 };
 pub use providers::{
-    DeepgramSttSettings, EnvLookup, LlmProvider, LlmSection, LocalModelSettings, MockLlmSettings,
-    MockSttSettings, MockTtsSettings, OpenAiCompatibleSettings, OpenAiTranscribeSettings,
-    REASONING_EFFORTS, SttProvider, SttSection, TtsProvider, TtsSection, VendorTtsSettings,
+    DeepgramSttSettings, EnvLookup, LlmProvider, LlmSection, LocalLlmSettings, LocalModelSettings,
+    MockLlmSettings, MockSttSettings, MockTtsSettings, OpenAiCompatibleSettings,
+    OpenAiTranscribeSettings, REASONING_EFFORTS, SttProvider, SttSection, TtsProvider, TtsSection,
+    VendorTtsSettings,
 };
 pub use server::{AuthSettings, RouteAuth, ServerSettings, TokenPlacement};
 

@@ -67,6 +67,9 @@ pub enum LlmProvider {
     Mock,
     /// Any OpenAI Chat Completions compatible endpoint (OpenAI, OpenRouter, vLLM).
     OpenaiCompatible,
+    /// The built-in rules agent (no language model): echoes what it heard and
+    /// answers a few intents, for demos with no key.
+    Local,
 }
 
 /// Text-to-speech providers.
@@ -99,7 +102,9 @@ macro_rules! provider_name {
 provider_name!(SttProvider {
     Mock => "mock", Deepgram => "deepgram", OpenaiTranscribe => "openai_transcribe", Local => "local",
 });
-provider_name!(LlmProvider { Mock => "mock", OpenaiCompatible => "openai_compatible" });
+provider_name!(LlmProvider {
+    Mock => "mock", OpenaiCompatible => "openai_compatible", Local => "local",
+});
 provider_name!(TtsProvider {
     Mock => "mock", Cartesia => "cartesia", Elevenlabs => "elevenlabs",
     DeepgramAura => "deepgram_aura", Local => "local",
@@ -239,6 +244,25 @@ impl Default for MockLlmSettings {
     }
 }
 
+/// `[llm.local]`: the pace of the built-in rules agent's words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LocalLlmSettings {
+    /// From the request to the first word, in ms.
+    pub first_token_ms: u32,
+    /// Between words, in ms.
+    pub word_interval_ms: u32,
+}
+
+impl Default for LocalLlmSettings {
+    fn default() -> Self {
+        Self {
+            first_token_ms: 150,
+            word_interval_ms: 25,
+        }
+    }
+}
+
 /// `[llm.openai_compatible]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -282,6 +306,8 @@ pub struct LlmSection {
     pub provider: LlmProvider,
     /// Mock settings.
     pub mock: MockLlmSettings,
+    /// Local rules agent settings.
+    pub local: LocalLlmSettings,
     /// OpenAI-compatible settings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub openai_compatible: Option<OpenAiCompatibleSettings>,
@@ -389,8 +415,9 @@ impl TtsSection {
             TtsProvider::DeepgramAura => {
                 require(&self.deepgram_aura, "tts.deepgram_aura", p.as_str())?
             }
-            TtsProvider::Local => require(&self.local, "tts.local", p.as_str())?,
-            TtsProvider::Mock => {}
+            // The local TTS is espeak-ng and needs no table; `[tts.local]`
+            // names a voice model, which the engine refuses for now.
+            TtsProvider::Local | TtsProvider::Mock => {}
         }
         let vendors = [
             (
