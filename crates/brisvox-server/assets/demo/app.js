@@ -10,7 +10,7 @@
   const state = window.brisvoxDemo = {
     running: false, started: null, mock: null,
     playedSamples: 0, bufferedSamples: 0, receivedSamples: 0,
-    sentFrames: 0, clears: 0, transcripts: [], interim: '', turnMetrics: [],
+    sentFrames: 0, clears: 0, flushes: [], transcripts: [], interim: '', turnMetrics: [],
     botSpeaking: false, ended: null, errors: [],
   };
   let ws = null, ctx = null, stream = null, capture = null, playback = null, source = null;
@@ -50,6 +50,9 @@
       playback.port.onmessage = (e) => {
         state.playedSamples = e.data.played;
         state.bufferedSamples = e.data.buffered;
+        if (typeof e.data.dropped === 'number') {
+          state.flushes.push({ dropped: e.data.dropped, bufferedAfter: e.data.buffered, played: e.data.played });
+        }
         $('played').textContent = Math.round(e.data.played / (RATE / 1000));
         $('buffered').textContent = Math.round(e.data.buffered / (RATE / 1000));
       };

@@ -3,7 +3,8 @@
 // The page posts {type:'audio', samples: Int16Array at inRate}. Playback starts
 // once `prebufferMs` of audio is queued (and again after an underrun); a
 // {type:'clear'} message drops everything queued at once (barge-in). Every
-// ~50 ms the processor reports {played, buffered} in input samples.
+// ~50 ms the processor reports {played, buffered} in input samples; the
+// report that answers a clear also carries `dropped` (samples thrown away).
 class PlaybackProcessor extends AudioWorkletProcessor {
   constructor(options) {
     super();
@@ -28,11 +29,12 @@ class PlaybackProcessor extends AudioWorkletProcessor {
       this.queue.push(f);
       this.queued += f.length;
     } else if (msg.type === 'clear') {
+      const dropped = Math.max(0, this.queued - Math.floor(this.offset));
       this.queue = [];
       this.queued = 0;
       this.offset = 0;
       this.playing = false;
-      this.report();
+      this.report(dropped);
     }
   }
 
@@ -79,9 +81,10 @@ class PlaybackProcessor extends AudioWorkletProcessor {
     return true;
   }
 
-  report() {
+  report(dropped) {
     this.sinceReport = 0;
-    this.port.postMessage({ played: this.played, buffered: Math.max(0, this.queued - Math.floor(this.offset)) });
+    const buffered = Math.max(0, this.queued - Math.floor(this.offset));
+    this.port.postMessage({ played: this.played, buffered, dropped });
   }
 }
 

@@ -1,0 +1,140 @@
+// Drives the brisvox demo page in headless Debian chromium with a fake
+// microphone and checks, from the page's own state (window.brisvoxDemo):
+// the mock label, bot audio played, a barge-in that flushes playback, a
+// transcript, and a latency bar. Saves a screenshot.
+//
+// Env: BRISVOX_BIN (the server binary, required), CHROMIUM (default
+// /usr/bin/chromium), OUT_DIR (default target/browser-test).
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '..', '..');
+const bin = process.env.BRISVOX_BIN;
+if (!bin) throw new Error('BRISVOX_BIN is not set (run tests/browser/run.sh)');
+const outDir = resolve(root, process.env.OUT_DIR || 'target/browser-test');
+mkdirSync(outDir, { recursive: true });
+const t0 = Date.now();
+const log = (...a) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
+
+// The fake microphone: 6 s, looped by chromium. Silence, 1.2 s of loud
+// speech-like sound (barge-in over the greeting, and the caller's turn), silence
+// for the answer.
+function fakeMicWav(path) {
+  const rate = 16000, secs = 6, n = rate * secs;
+  const data = Buffer.alloc(n * 2);
+  for (let i = 0; i < n; i++) {
+    const t = i / rate;
+    let v = 0;
+    if (t >= 1.5 && t < 2.7) {
+      const env = 0.6 + 0.4 * Math.sin(2 * Math.PI * 4 * t); // syllable-like
+      v = env * (0.30 * Math.sin(2 * Math.PI * 180 * t) + 0.15 * Math.sin(2 * Math.PI * 360 * t)
+        + 0.08 * Math.sin(2 * Math.PI * 720 * t));
+    }
+    data.writeInt16LE(Math.round(v * 32767), i * 2);
+  }
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0); h.writeUInt32LE(36 + data.length, 4); h.write('WAVE', 8);
+  h.write('fmt ', 12); h.writeUInt32LE(16, 16); h.writeUInt16LE(1, 20); h.writeUInt16LE(1, 22);
+  h.writeUInt32LE(rate, 24); h.writeUInt32LE(rate * 2, 28); h.writeUInt16LE(2, 32); h.writeUInt16LE(16, 34);
+  h.write('data', 36); h.writeUInt32LE(data.length, 40);
+  writeFileSync(path, Buffer.concat([h, data]));
+}
+
+function startServer() {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(bin, ['serve', '--agent', join(here, 'agent.toml'), '--bind', '127.0.0.1:0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'info' },
+    });
+    let seen = '';
+    const timer = setTimeout(() => reject(new Error('the server did not say where it listens:\n' + seen)), 30000);
+    const onData = (d) => {
+      seen += d.toString();
+      const m = seen.match(/listening[^\n]*?(127\.0\.0\.1:\d+)/i) || seen.match(/(127\.0\.0\.1:\d+)/);
+      if (m) { clearTimeout(timer); resolvePromise({ child, addr: m[1], logs: () => seen }); }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${seen}`)); });
+  });
+}
+
+async function waitFor(page, what, fn, timeoutMs) {
+  try {
+    await page.waitForFunction(fn, null, { timeout: timeoutMs, polling: 50 });
+  } catch (e) {
+    const s = await page.evaluate(() => JSON.stringify(window.brisvoxDemo));
+    throw new Error(`timed out waiting for ${what}; page state: ${s}`);
+  }
+  log('ok:', what);
+}
+
+const failures = [];
+const check = (cond, msg) => { if (!cond) failures.push(msg); log(cond ? 'ok:' : 'FAIL:', msg); };
+
+const userDir = mkdtempSync(join(tmpdir(), 'brisvox-chromium-'));
+const wav = join(outDir, 'fake-mic.wav');
+fakeMicWav(wav);
+const server = await startServer();
+log('server at', server.addr);
+let browser;
+try {
+  browser = await chromium.launchPersistentContext(userDir, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream',
+      `--use-file-for-fake-audio-capture=${wav}`, '--autoplay-policy=no-user-gesture-required',
+    ],
+    viewport: { width: 1000, height: 900 },
+  });
+  const page = browser.pages()[0] || await browser.newPage();
+  page.on('console', (m) => log('page console:', m.text()));
+  page.on('pageerror', (e) => failures.push('page error: ' + e.message));
+  await page.goto(`http://${server.addr}/`);
+  await page.click('#toggle');
+  await waitFor(page, 'the started event', () => window.brisvoxDemo.started !== null, 10000);
+  check(await page.isVisible('#mock'), 'the mock banner is shown');
+  check((await page.textContent('#mock-text')).includes('mock'), 'the banner names the mock providers');
+  await waitFor(page, 'greeting audio played', () => window.brisvoxDemo.playedSamples > 1600, 10000);
+  await waitFor(page, 'a barge-in (clear)', () => window.brisvoxDemo.clears >= 1, 15000);
+  await waitFor(page, 'the playback flush', () => window.brisvoxDemo.flushes.length >= 1, 2000);
+  const flush = await page.evaluate(() => window.brisvoxDemo.flushes[0]);
+  check(flush.bufferedAfter === 0, `the jitter buffer is empty right after clear (${JSON.stringify(flush)})`);
+  await waitFor(page, 'a final transcript', () => window.brisvoxDemo.transcripts.length >= 1, 15000);
+  check((await page.textContent('#transcript')).includes('mock transcript'), 'the transcript is on the page');
+  const playedAtClear = flush.played;
+  await waitFor(page, 'the answer played after the barge-in',
+    `window.brisvoxDemo.playedSamples > ${playedAtClear} + 4000`, 15000);
+  await waitFor(page, 'turn metrics', () => window.brisvoxDemo.turnMetrics.length >= 1, 15000);
+  check(await page.locator('#turns .bar .seg').count() > 0, 'a latency bar is drawn');
+  const m = await page.evaluate(() => window.brisvoxDemo.turnMetrics[0]);
+  check(typeof m.response_latency_ms === 'number' || typeof m.time_to_silence_ms === 'number',
+    `turn_metrics has latencies (${JSON.stringify(m)})`);
+  const s = await page.evaluate(() => window.brisvoxDemo);
+  check(s.sentFrames > 100, `the page sent microphone frames (${s.sentFrames})`);
+  check(s.errors.length === 0, `no page errors (${JSON.stringify(s.errors)})`);
+  await page.screenshot({ path: join(outDir, 'demo.png'), fullPage: true });
+  log('screenshot', join(outDir, 'demo.png'));
+  await page.click('#toggle');
+  await waitFor(page, 'the call ended', () => !window.brisvoxDemo.running, 5000);
+} catch (e) {
+  failures.push(String(e && e.stack || e));
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  server.child.kill('SIGTERM');
+  rmSync(userDir, { recursive: true, force: true });
+}
+if (failures.length) {
+  console.error('FAILED:\n' + failures.join('\n'));
+  console.error('server log (tail):\n' + server.logs().split('\n').slice(-30).join('\n'));
+  process.exit(1);
+}
+log('PASSED');
