@@ -150,3 +150,34 @@ async fn a_missing_program_fails_connect_naming_the_package() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn close_stops_the_running_process_and_ends_the_session() {
+    let Some(tts) = espeak_or_skip("close_stops_the_running_process_and_ends_the_session") else {
+        return;
+    };
+    let mut session = tts.connect(TtsConfig::default()).await.unwrap();
+    let tx = session.sender().clone();
+    let ctx = ContextId::new(Epoch(1), 0);
+    tx.start_context(ctx).await.unwrap();
+    let story = "Another long sentence that keeps the program busy. ".repeat(300);
+    tx.send_text(ctx, story).await.unwrap();
+    tx.flush(ctx).await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while tts.stats().processes_started == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no process started");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tx.close().await.unwrap();
+    let last = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut last = None;
+        while let Some(event) = session.recv().await {
+            last = Some(event);
+        }
+        last
+    })
+    .await
+    .expect("the session ends soon after close");
+    assert_eq!(last, Some(TtsEvent::Closed));
+    assert_eq!(tts.stats().processes_killed, 1, "{:?}", tts.stats());
+}

@@ -375,7 +375,14 @@ impl SessionActor {
                 }
                 input = self.backend.input.recv(), if input_open && room => {
                     match input {
-                        Some(TtsInput::Close) | None => input_open = false,
+                        // Close: stop now, as the trait says. The senders
+                        // gone: nothing more comes; finish what is queued.
+                        Some(TtsInput::Close) => {
+                            self.pending.clear();
+                            job = None; // kills a running process
+                            input_open = false;
+                        }
+                        None => input_open = false,
                         Some(other) => self.on_input(other),
                     }
                 }
