@@ -3,7 +3,8 @@
 // the mock label, bot audio played, a barge-in that flushes playback, a
 // transcript, and a latency bar. Saves a screenshot.
 //
-// Env: BRISVOX_BIN (the server binary, required), CHROMIUM (default
+// Env: BRISVOX_BIN (the server binary, required), AGENT_FILE (default
+// tests/browser/agent.toml: mock providers), CHROMIUM (default
 // /usr/bin/chromium), OUT_DIR (default target/browser-test).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
@@ -47,7 +48,8 @@ function fakeMicWav(path) {
 
 function startServer() {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(bin, ['serve', '--agent', join(here, 'agent.toml'), '--bind', '127.0.0.1:0'], {
+    const agentFile = process.env.AGENT_FILE || join(here, 'agent.toml');
+    const child = spawn(bin, ['serve', '--agent', agentFile, '--bind', '127.0.0.1:0'], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'info' },
     });
@@ -102,7 +104,12 @@ try {
   await page.click('#toggle');
   await waitFor(page, 'the started event', () => window.brisvoxDemo.started !== null, 10000);
   check(await page.isVisible('#mock'), 'the mock banner is shown');
-  check((await page.textContent('#mock-text')).includes('mock'), 'the banner names the mock providers');
+  const banner = await page.textContent('#mock-text');
+  const started = await page.evaluate(() => window.brisvoxDemo.started.providers);
+  for (const k of ['stt', 'llm', 'tts']) {
+    const named = banner.includes('the ' + k.toUpperCase() + ' is a mock');
+    check(named === (started[k] === 'mock'), `the banner names the ${k.toUpperCase()} iff it is a mock (${banner})`);
+  }
   await waitFor(page, 'greeting audio played', () => window.brisvoxDemo.playedSamples > 1600, 10000);
   await waitFor(page, 'a barge-in (clear)', () => window.brisvoxDemo.clears >= 1, 15000);
   await waitFor(page, 'the playback flush', () => window.brisvoxDemo.flushes.length >= 1, 2000);

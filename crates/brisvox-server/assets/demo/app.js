@@ -118,9 +118,13 @@
         $('providers').textContent = 'providers: STT ' + p.stt + ', LLM ' + p.llm + ', TTS ' + p.tts;
         if (ev.mock) {
           $('mock').hidden = false;
-          const mocks = ['stt', 'llm', 'tts'].filter((k) => p[k] === 'mock');
-          $('mock-text').textContent = 'This server runs mock ' + mocks.join(', ').toUpperCase() +
-            ': no real speech recognition or voice (the mock STT invents transcripts, the mock TTS plays tones). A test, not a product.';
+          const what = {
+            stt: 'the STT is a mock (no speech recognition: it invents transcripts)',
+            llm: 'the LLM is a mock (canned answers)',
+            tts: 'the TTS is a mock (tones, not a voice)',
+          };
+          const mocks = ['stt', 'llm', 'tts'].filter((k) => p[k] === 'mock').map((k) => what[k]);
+          $('mock-text').textContent = 'On this server ' + mocks.join('; ') + '. A test, not a product.';
         }
         break;
       }
