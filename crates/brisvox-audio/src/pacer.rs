@@ -56,8 +56,11 @@ use std::time::{Duration, Instant};
 
 use brisvox_core::{AudioFrame, Epoch};
 
-/// Frames the pacer queues (1 s of 20 ms frames).
-pub const PACER_QUEUE_CAPACITY: usize = 50;
+/// Frames the pacer queues (320 ms of 20 ms frames): enough to ride out a late
+/// TTS chunk, while the TTS stage and its queue hold the rest of the answer.
+/// Each slot holds an inline [`AudioFrame`] (3.9 KB), so this is most of a
+/// call's output memory.
+pub const PACER_QUEUE_CAPACITY: usize = 16;
 
 /// Turn ends the pacer queues besides its frames.
 pub const PACER_TURN_END_SLOTS: usize = 4;

@@ -102,8 +102,10 @@ async fn playing_an_answer_allocates_only_the_providers_chunks() {
     call.await.expect("the call task").expect("a valid config");
     println!("{allocs} allocations, {frames} frames out, {chunks} TTS chunks");
     assert!(frames >= 70, "the answer was playing: {frames} frames");
+    // One chunk may be allocated by the mock just before the window and counted
+    // just after it (or the reverse): one of slack, far below one per frame.
     assert!(
-        allocs <= chunks,
+        allocs <= chunks + 1,
         "{allocs} allocations for {chunks} provider chunks"
     );
 }
