@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: the README's test command, and what .ci/run runs.
 #
-# Fetches the models if they are missing (idempotent), then checks formatting,
+# Installs the Debian packages the tests need (espeak-ng) and fetches the
+# models if they are missing (both idempotent), then checks formatting,
 # lints and runs every test of the workspace. Tests that need the models fail
 # (rather than skip) when CI is set and the models are missing.
 set -euo pipefail
@@ -19,7 +20,8 @@ phase() {
   return 0
 }
 
-phase models
+phase setup
+scripts/setup-system.sh
 scripts/fetch-models.sh
 
 phase fmt
