@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Side by side: brisvox serve against the Pipecat peer (bench/pipecat_baseline), the same
+# brisvox-bench capacity ramp against each, the server pinned to core 0 and the load
+# generator to core 1 (a 2-core machine), with and without the models, runs interleaved
+# (brisvox, Pipecat, brisvox, Pipecat, ...). Then bench/compare_report.py writes
+# summary.md and summary.svg next to the run files.
+#
+# Usage: bench/compare.sh [--runs R] [--modes "models no-models"] [--out DIR]
+# Environment (defaults in brackets):
+#   STEPS [1,2,4,8,16,32,64,128,256,512]   the ramp of concurrent calls
+#   RES_BRISVOX [8] RES_PIPECAT [1]          bisection resolution (calls)
+#   MAX_RUN_S [300]                          no new step starts after this (one step is ~30 s)
+#   FIXTURE_MODELS [fixtures/librivox_0870.wav]      (en_two_utterances' first utterance is
+#       scored incomplete by Smart Turn v3.2 on both systems: its answer runs into the second
+#       utterance, every call would have an unclean turn; bench/pipecat_baseline/README.md)
+#   FIXTURE_NO_MODELS [fixtures/en_two_utterances.wav]
+#   FLOOR_MS []      a fixed floor for both systems (default: each run's 1-call warm-up p50)
+#   SERVER_CORE [0] CLIENT_CORE [1] PORT [18931]
+#   LOAD_MAX [2.5]   wait up to 10 min for the 1-minute load average to fall below this
+#   MAX_CALLS [4096] brisvox's [limits] max_calls (see agent-<mode>.toml in the output)
+#   SKIP_BUILD [0]   1: use the existing target/release binaries
+# Every server binds 127.0.0.1 only and is stopped after its run (and on exit).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+
+runs=3
+modes="models no-models"
+date_dir="$(date -u +%Y-%m-%d)"
+out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs="$2"; shift 2 ;;
+    --modes) modes="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+out="${out:-bench/results/compare/$date_dir}"
+steps="${STEPS:-1,2,4,8,16,32,64,128,256,512}"
+res_b="${RES_BRISVOX:-8}"
+res_p="${RES_PIPECAT:-1}"
+max_run_s="${MAX_RUN_S:-300}"
+fx_models="${FIXTURE_MODELS:-fixtures/librivox_0870.wav}"
+fx_nomodels="${FIXTURE_NO_MODELS:-fixtures/en_two_utterances.wav}"
+score="${SERVER_CORE:-0}"
+ccore="${CLIENT_CORE:-1}"
+port="${PORT:-18931}"
+command_line="bench/compare.sh --runs $runs --modes \"$modes\" (STEPS=$steps RES_BRISVOX=$res_b RES_PIPECAT=$res_p MAX_RUN_S=$max_run_s FIXTURE_MODELS=$fx_models FIXTURE_NO_MODELS=$fx_nomodels FLOOR_MS=${FLOOR_MS:-warm-up} MAX_CALLS=${MAX_CALLS:-4096})"
+
+case "$runs" in ''|*[!0-9]*) echo "--runs needs a number" >&2; exit 2 ;; esac
+[ "$runs" -ge 1 ] && [ "$runs" -le 10 ] || { echo "--runs must be 1..10" >&2; exit 2; }
+
+server_pid=""
+stop_server() {
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$server_pid" 2>/dev/null || true
+    # Pipecat with --workers > 1 has children; they are in the server's process group
+    pkill -KILL -g "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  server_pid=""
+}
+trap stop_server EXIT
+trap 'stop_server; exit 130' INT TERM
+
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  cargo build --release -p brisvox-server -p brisvox-bench
+fi
+[ -x target/release/brisvox ] && [ -x target/release/brisvox-bench ] || { echo "release binaries missing" >&2; exit 1; }
+py=bench/pipecat_baseline/.venv/bin/python
+[ -x "$py" ] || bench/pipecat_baseline/install.sh
+pipecat_version="$("$py" -c 'import importlib.metadata as m; print(m.version("pipecat-ai"))')"
+
+# Quiet-host gate: wait (every 30 s, at most 10 min) for the 1-minute load to fall below
+# LOAD_MAX [2.5]; then go on either way (the load at the start of each run is in its files).
+load_max="${LOAD_MAX:-2.5}"
+for i in $(seq 1 21); do
+  load1="$(cut -d' ' -f1 /proc/loadavg)"
+  awk -v l="$load1" -v m="$load_max" 'BEGIN{exit !(l < m)}' && break
+  [ "$i" = 21 ] && { echo "compare: load $load1 still >= $load_max after 10 min; running anyway" >&2; break; }
+  echo "compare: load $load1 >= $load_max, waiting 30 s ($i/20)" >&2
+  sleep 30
+done
+
+mkdir -p "$out"
+{
+  scripts/bench-header.sh release "$command_line"
+  echo "- pipecat-ai $pipecat_version, $("$py" --version 2>&1)"
+  echo "- commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates Cargo.toml Cargo.lock || echo ' + uncommitted changes under crates/'), build: $([ "${SKIP_BUILD:-0}" = 1 ] && echo 'existing target/release (SKIP_BUILD=1)' || echo 'cargo build --release by this script')"
+  echo "- server on core $score, load generator on core $ccore (taskset -c)"
+} > "$out/header.txt"
+
+# brisvox's agent files: bench/agents/mock-<mode>.toml with [limits] max_calls raised from
+# its default (100: the server refuses the 101st call with server_full, a configured cap,
+# not the engine's limit) to MAX_CALLS [4096], written next to the results.
+max_calls="${MAX_CALLS:-4096}"
+for mode in $modes; do
+  src="bench/agents/mock-$mode.toml"
+  if [ "$(grep -E '^\[' "$src" | tail -n1)" != "[limits]" ] || grep -q '^max_calls' "$src"; then
+    echo "compare: $src: expected [limits] as its last section and no max_calls" >&2; exit 1
+  fi
+  { cat "$src"; echo "# added by bench/compare.sh: the default cap of 100 calls would end the ramp"; echo "max_calls = $max_calls"; } \
+    > "$out/agent-$mode.toml"
+done
+
+# Waits (bounded) until 127.0.0.1:$1 accepts a TCP connection while $2 lives.
+wait_port() {
+  local p="$1" pid="$2" i
+  for i in $(seq 1 120); do
+    kill -0 "$pid" 2>/dev/null || return 1
+    if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then return 0; fi
+    sleep 0.5
+  done
+  return 1
+}
+
+run_one() { # system mode k
+  local system="$1" mode="$2" k="$3" name="$1-$2-run$3" fixture res label
+  if [ "$mode" = models ]; then fixture="$fx_models"; else fixture="$fx_nomodels"; fi
+  local log="$out/$name.server.log"
+  if [ "$system" = brisvox ]; then
+    res="$res_b"
+    label="brisvox serve --agent $out/agent-$mode.toml (bench/agents/mock-$mode.toml + max_calls = $max_calls) --bind 127.0.0.1:$port, taskset -c $score, release"
+    setsid taskset -c "$score" target/release/brisvox serve --agent "$out/agent-$mode.toml" \
+      --bind "127.0.0.1:$port" > "$log" 2>&1 &
+  else
+    res="$res_p"
+    local flag=""; [ "$mode" = no-models ] && flag="--no-models"
+    label="Pipecat $pipecat_version peer: bot.py --port $port $flag (1 process), taskset -c $score"
+    # shellcheck disable=SC2086
+    setsid taskset -c "$score" "$py" bench/pipecat_baseline/bot.py --port "$port" $flag > "$log" 2>&1 &
+  fi
+  server_pid=$!
+  if ! wait_port "$port" "$server_pid"; then
+    echo "compare: $name: server did not come up (log $log)" >&2
+    stop_server; return 1
+  fi
+  local floor=(); [ -n "${FLOOR_MS:-}" ] && floor=(--floor-ms "$FLOOR_MS")
+  echo "compare: $name: load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M:%S)" >&2
+  timeout --kill-after=10 "$((max_run_s + 300))" \
+    taskset -c "$ccore" target/release/brisvox-bench capacity --url "ws://127.0.0.1:$port/call" \
+    --server-pid "$server_pid" --fixture "$fixture" --steps "$steps" --resolution "$res" \
+    --max-run-s "$max_run_s" --client-workers 1 "${floor[@]}" --label "$label" \
+    --out "$out/$name" || echo "compare: $name: capacity exited with $?" >&2
+  stop_server
+  # keep the log short in the repository: the last lines only
+  tail -n 40 "$log" > "$log.tmp" && mv "$log.tmp" "$log"
+  sleep 2
+}
+
+for mode in $modes; do
+  for k in $(seq 1 "$runs"); do
+    run_one brisvox "$mode" "$k" || true
+    run_one pipecat "$mode" "$k" || true
+  done
+done
+
+python3 bench/compare_report.py "$out"
+echo "compare: wrote $out/summary.md and $out/summary.svg" >&2
