@@ -2,7 +2,9 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
+
+use super::lock;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -124,11 +126,6 @@ impl std::fmt::Debug for MockLlm {
             .field("stats", &self.stats())
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Poison-proof: every critical section leaves the data consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl MockLlm {

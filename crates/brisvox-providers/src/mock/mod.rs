@@ -45,3 +45,10 @@ pub(crate) mod streams {
     pub(crate) const CONNECT: u64 = 5;
     pub(crate) const FAULT: u64 = 6;
 }
+
+/// Locks a mock's shared state. Poison-proof: every critical section of the
+/// mocks leaves the data consistent, so a panicking test thread does not
+/// poison the mock for the others.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

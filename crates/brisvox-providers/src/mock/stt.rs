@@ -12,7 +12,9 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
+
+use super::lock;
 use std::time::Duration;
 
 use brisvox_core::AudioFrame;
@@ -137,11 +139,6 @@ impl std::fmt::Debug for MockStt {
             .field("stats", &self.stats())
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Poison-proof: every critical section leaves the data consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl MockStt {

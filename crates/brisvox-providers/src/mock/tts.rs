@@ -7,7 +7,9 @@
 //! spoken; `Done` follows the last chunk once the context is flushed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
+
+use super::lock;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -114,11 +116,6 @@ impl std::fmt::Debug for MockTts {
             .field("stats", &self.stats())
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Poison-proof: every critical section leaves the data consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl MockTts {
