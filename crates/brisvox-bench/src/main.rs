@@ -16,6 +16,7 @@ mod model_cpu;
 mod model_cpu_profile;
 mod model_cpu_smart_turn;
 mod report;
+mod sim_load;
 mod v2v;
 
 use std::path::PathBuf;
@@ -39,7 +40,8 @@ subcommands:
               --out PATH         report file (default bench/results/model-cpu.md)
               --compare-model PATH  also measure another Silero model file
   v2v         voice-to-voice latency over the websocket (brisvox-bench v2v --help)
-  capacity    concurrent calls within a p95 V2V limit (brisvox-bench capacity --help)";
+  capacity    concurrent calls within a p95 V2V limit (brisvox-bench capacity --help)
+  sim-load    N simulated calls in one process, mock providers (brisvox-bench sim-load --help)";
 
 /// Options of `model-cpu`.
 struct ModelCpuArgs {
@@ -127,6 +129,7 @@ fn main() {
         Some("model-cpu") => model_cpu(&args[1..]),
         Some("v2v") => v2v::main(&args[1..]),
         Some("capacity") => capacity::main(&args[1..]),
+        Some("sim-load") => sim_load::main(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             std::process::exit(2);
