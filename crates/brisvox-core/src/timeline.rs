@@ -62,8 +62,11 @@ pub enum TurnEvent {
     TurnVerdict,
     /// The engine decided the caller's turn is over.
     TurnEnd,
-    /// The LLM request was sent.
+    /// The turn machine asked for a response (marked with the turn end decision).
     LlmRequest,
+    /// The LLM stage handed the request to the provider (after the hop from
+    /// the turn driver to the LLM stage).
+    LlmRequestSent,
     /// The LLM's first token arrived.
     LlmFirstToken,
     /// The segmenter released the first speakable chunk.
@@ -86,7 +89,7 @@ pub enum TurnEvent {
 
 impl TurnEvent {
     /// Number of events.
-    pub const COUNT: usize = 17;
+    pub const COUNT: usize = 18;
 
     /// Every event, in order.
     pub const ALL: [TurnEvent; Self::COUNT] = [
@@ -98,6 +101,7 @@ impl TurnEvent {
         TurnEvent::TurnVerdict,
         TurnEvent::TurnEnd,
         TurnEvent::LlmRequest,
+        TurnEvent::LlmRequestSent,
         TurnEvent::LlmFirstToken,
         TurnEvent::LlmFirstSentence,
         TurnEvent::TtsRequest,
@@ -120,6 +124,7 @@ impl TurnEvent {
             TurnEvent::TurnVerdict => "turn_verdict",
             TurnEvent::TurnEnd => "turn_end",
             TurnEvent::LlmRequest => "llm_request",
+            TurnEvent::LlmRequestSent => "llm_request_sent",
             TurnEvent::LlmFirstToken => "llm_first_token",
             TurnEvent::LlmFirstSentence => "llm_first_sentence",
             TurnEvent::TtsRequest => "tts_request",
@@ -198,6 +203,16 @@ impl TurnRecord {
         }
     }
 
+    /// The engine's own hand-offs in this turn, from its marks.
+    pub fn engine_hops(&self) -> EngineHops {
+        use TurnEvent as E;
+        EngineHops {
+            turn_end_to_llm: self.span(E::TurnEnd, E::LlmRequestSent),
+            tts_first_byte_to_transport: self.span(E::TtsFirstByte, E::FirstAudioOut),
+            interrupt_to_clear: self.span(E::Interrupted, E::AudioOutStopped),
+        }
+    }
+
     fn mark(&mut self, event: TurnEvent, at: Instant) -> MarkOutcome {
         let slot = &mut self.marks[event.index()];
         match event.latest_wins_until() {
@@ -250,6 +265,21 @@ impl TurnMetrics {
             ("time_to_silence", self.time_to_silence),
         ]
     }
+}
+
+/// The engine's own hand-offs in one turn (no provider time in them); each is
+/// `None` when its endpoints are missing or reversed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EngineHops {
+    /// LlmRequestSent - TurnEnd: from the end-of-turn decision to the request
+    /// handed to the LLM provider.
+    pub turn_end_to_llm: Option<Duration>,
+    /// FirstAudioOut - TtsFirstByte: from the TTS's first audio to the first
+    /// frame handed to the transport.
+    pub tts_first_byte_to_transport: Option<Duration>,
+    /// AudioOutStopped - Interrupted: from the barge-in decision to the
+    /// transport's clear (the same span as [`TurnMetrics::time_to_silence`]).
+    pub interrupt_to_clear: Option<Duration>,
 }
 
 /// What happened to one mark.
@@ -626,6 +656,46 @@ mod tests {
         assert_eq!(m.post_endpoint_latency, Some(d(521)));
         assert_eq!(m.response_latency, Some(d(681)));
         assert_eq!(m.time_to_silence, None);
+    }
+
+    #[test]
+    fn engine_hops_are_the_spans_between_the_engines_own_marks() {
+        let b = t0();
+        let mut r = TimelineRecorder::new();
+        let marks = [
+            (E::TurnEnd, 1000),
+            (E::LlmRequest, 1000),
+            (E::LlmRequestSent, 1001),
+            (E::TtsFirstByte, 1500),
+            (E::FirstAudioOut, 1503),
+            (E::Interrupted, 2000),
+        ];
+        for (ev, t) in marks {
+            r.mark(Epoch(1), ev, ms(b, t));
+        }
+        let h = r.open_turn().unwrap().engine_hops();
+        let d = Duration::from_millis;
+        assert_eq!(h.turn_end_to_llm, Some(d(1)));
+        assert_eq!(h.tts_first_byte_to_transport, Some(d(3)));
+        assert_eq!(h.interrupt_to_clear, None, "no clear yet");
+        r.mark(Epoch(2), E::UserSpeechStart, ms(b, 1990));
+        assert_eq!(
+            r.mark(Epoch(1), E::AudioOutStopped, ms(b, 2002)),
+            MarkOutcome::Patched
+        );
+        let done: Vec<_> = r.drain_finished().collect();
+        assert_eq!(done[0].engine_hops().interrupt_to_clear, Some(d(2)));
+    }
+
+    #[test]
+    fn an_engine_hop_with_reversed_or_missing_endpoints_is_none() {
+        let b = t0();
+        let mut r = TimelineRecorder::new();
+        r.mark(Epoch(1), E::LlmRequestSent, ms(b, 100));
+        r.mark(Epoch(1), E::TurnEnd, ms(b, 200));
+        r.mark(Epoch(1), E::FirstAudioOut, ms(b, 300));
+        let h = r.open_turn().unwrap().engine_hops();
+        assert_eq!(h, EngineHops::default());
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! The conversation is a list of [`Message`]s whose text is `Arc<str>`, so the
 //! request built for each turn copies pointers, not text. A response streams
-//! its text deltas to the segmenter, tagged with the turn's epoch, and marks
+//! its text deltas to the segmenter, tagged with the turn's epoch; it marks
+//! `LlmRequestSent` when the request is handed to the provider and
 //! `LlmFirstToken` on its first delta. It ends with an `End` to the segmenter
 //! however it ends (done, failed, timed out), so the turn driver always learns
 //! that it finished; a failure is counted (before or after the first token) and
@@ -135,6 +136,7 @@ impl LlmStage {
                 messages.push(self.system.clone());
                 messages.extend(self.history.iter().cloned());
                 let stream = self.provider.stream(LlmRequest::new(messages));
+                mark(&self.timeline, epoch, TurnEvent::LlmRequestSent, now());
                 self.active = Some(Active {
                     epoch,
                     stream,
