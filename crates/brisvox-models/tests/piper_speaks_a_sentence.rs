@@ -45,7 +45,7 @@ async fn the_pool_gives_the_same_audio_length_as_the_blocking_call() {
         return;
     };
     let phonemes = piper_common::goldens()[3].sentences[0].phonemes.clone();
-    let job = Arc::clone(&voice).synthesize(&phonemes).unwrap();
+    let job = Arc::clone(&voice).synthesize(&phonemes, 22_050).unwrap();
     let pooled = tokio::time::timeout(Duration::from_secs(30), job)
         .await
         .expect("a sentence within 30 s")
@@ -60,6 +60,21 @@ async fn the_pool_gives_the_same_audio_length_as_the_blocking_call() {
         pooled.len(),
         direct.len()
     );
+}
+
+#[tokio::test]
+async fn the_pool_resamples_to_the_asked_rate() {
+    let Some(voice) = piper_common::voice_or_skip("the_pool_resamples") else {
+        return;
+    };
+    let phonemes = piper_common::goldens()[3].sentences[0].phonemes.clone();
+    for rate in [8_000u32, 16_000, 24_000, 48_000] {
+        let audio = voice.synthesize(&phonemes, rate).unwrap().await.unwrap();
+        let secs = audio.len() as f64 / f64::from(rate);
+        assert!((0.8..4.0).contains(&secs), "{rate} Hz: {secs} s");
+        assert!(rms(&audio) > 300.0, "{rate} Hz: rms {}", rms(&audio));
+    }
+    assert!(voice.synthesize(&phonemes, 0).is_err());
 }
 
 #[test]

@@ -14,5 +14,5 @@ mod voice;
 pub use config::{BOS, EOS, PAD, PhonemeIds, VoiceConfig, VoiceConfigError};
 pub use voice::{
     PIPER_CONFIG_FILE, PIPER_VOICE_FILE, PiperError, PiperSettings, PiperVoice, SynthesisJob,
-    json_next_to, to_pcm16, voice_files_present,
+    json_next_to, resample, to_pcm16, voice_files_present,
 };

@@ -21,6 +21,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
+use brisvox_audio::resample::StreamResampler;
 use ort::session::{RunOptions, Session};
 use ort::value::TensorRef;
 
@@ -60,6 +61,12 @@ pub enum PiperError {
     #[error("the Piper model gave unexpected output: {reason}")]
     BadOutput {
         /// What was wrong.
+        reason: String,
+    },
+    /// The audio could not be resampled to the asked rate.
+    #[error("Piper audio could not be resampled: {reason}")]
+    Resample {
+        /// What the resampler said.
         reason: String,
     },
     /// The synthesis pool refused or dropped the job.
@@ -210,15 +217,30 @@ impl PiperVoice {
         &self.model_path
     }
 
-    /// Speaks one sentence's phonemes on the voice's pool. Returns at once;
-    /// the job resolves to PCM16 at [`sample_rate_hz`](Self::sample_rate_hz).
-    /// A full queue refuses with [`PiperError::Pool`].
-    pub fn synthesize(self: &Arc<Self>, phonemes: &str) -> Result<SynthesisJob, PiperError> {
+    /// Speaks one sentence's phonemes on the voice's pool, resampled there to
+    /// `out_rate_hz` (brisvox-audio's `StreamResampler`, flushed at the end).
+    /// Returns at once; the job resolves to PCM16 at `out_rate_hz`. A full
+    /// queue refuses with [`PiperError::Pool`], a zero rate with
+    /// [`PiperError::Resample`].
+    pub fn synthesize(
+        self: &Arc<Self>,
+        phonemes: &str,
+        out_rate_hz: u32,
+    ) -> Result<SynthesisJob, PiperError> {
         let ids = self.config.phoneme_ids(phonemes).ids;
+        let in_rate_hz = self.config.sample_rate_hz;
+        // The resampler is built in the job, on the pool thread (a sinc
+        // filter to 8 kHz takes a while to construct).
+        if out_rate_hz == 0 {
+            return Err(PiperError::Resample {
+                reason: "output rate 0 Hz".to_owned(),
+            });
+        }
         let run_options = Arc::new(RunOptions::new()?);
         let (voice, options) = (Arc::clone(self), Arc::clone(&run_options));
         let handle = self.pool.submit(Priority::Normal, None, move || {
-            voice.run_ids(&ids, Some(&options))
+            let audio = voice.run_ids(&ids, Some(&options))?;
+            resample(&audio, in_rate_hz, out_rate_hz)
         })?;
         Ok(SynthesisJob {
             handle,
@@ -286,6 +308,22 @@ impl PiperVoice {
         // A poisoned session holds no state between runs: still usable.
         self.lanes[0].lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// `audio` at `in_rate_hz` to `out_rate_hz`, as one utterance (flushed).
+pub fn resample(audio: &[i16], in_rate_hz: u32, out_rate_hz: u32) -> Result<Vec<i16>, PiperError> {
+    if in_rate_hz == out_rate_hz {
+        return Ok(audio.to_vec());
+    }
+    let mut resampler =
+        StreamResampler::new(in_rate_hz, out_rate_hz).map_err(|e| PiperError::Resample {
+            reason: e.to_string(),
+        })?;
+    let mut out =
+        Vec::with_capacity(resampler.max_output_len(audio.len()) + resampler.max_flush_len());
+    resampler.process_into(audio, &mut out);
+    resampler.flush(&mut out);
+    Ok(out)
 }
 
 /// Model audio in [-1, 1] to PCM16 (clipped).
