@@ -95,7 +95,7 @@ proptest! {
         text in "\\PC{0,80}",
         flag in any::<bool>(),
         turn in any::<u64>(),
-        ms in proptest::collection::vec(proptest::option::of(0u32..100_000), 6),
+        ms in proptest::collection::vec(proptest::option::of(0u32..100_000), 9),
     ) {
         let m = |i: usize| ms[i].map(f64::from);
         let events = vec![
@@ -110,6 +110,8 @@ proptest! {
             ServerEvent::TurnMetrics { turn, metrics: TurnMetricsMs {
                 end_of_turn_delay_ms: m(0), stt_final_delay_ms: m(1), llm_ttft_ms: m(2),
                 tts_ttfb_ms: m(3), response_latency_ms: m(4), time_to_silence_ms: m(5),
+                turn_end_to_llm_ms: m(6), tts_first_byte_to_transport_ms: m(7),
+                interrupt_to_clear_ms: m(8),
             }},
             ServerEvent::Error { code: "x".into(), message: text.clone() },
             ServerEvent::End { reason: text },

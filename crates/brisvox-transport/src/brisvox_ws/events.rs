@@ -35,9 +35,20 @@ pub struct TurnMetricsMs {
     /// From the end of the user's speech to the first bot audio sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_latency_ms: Option<f64>,
-    /// From the barge-in speech start to the bot's audio stopping.
+    /// From the barge-in decision to the bot's audio stopping (the clear).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_to_silence_ms: Option<f64>,
+    /// Engine hop: from the turn end decision to the request handed to the LLM
+    /// provider (fractional ms; well under 1 ms in a healthy engine).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_end_to_llm_ms: Option<f64>,
+    /// Engine hop: from the TTS's first audio to the first frame handed to the
+    /// transport.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tts_first_byte_to_transport_ms: Option<f64>,
+    /// Engine hop: from the barge-in decision to the transport's clear.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupt_to_clear_ms: Option<f64>,
 }
 
 /// A JSON event from the server to the client.
@@ -182,6 +193,29 @@ mod tests {
             r#"{"type":"turn_metrics","turn":3,"llm_ttft_ms":350.5}"#
         );
         assert_eq!(ServerEvent::from_json(&ev.to_json()).unwrap(), ev);
+    }
+
+    #[test]
+    fn engine_hops_round_trip_and_an_old_event_without_them_parses() {
+        let ev = ServerEvent::TurnMetrics {
+            turn: 1,
+            metrics: TurnMetricsMs {
+                turn_end_to_llm_ms: Some(0.042),
+                tts_first_byte_to_transport_ms: Some(0.031),
+                interrupt_to_clear_ms: Some(0.02),
+                ..Default::default()
+            },
+        };
+        assert_eq!(
+            ev.to_json(),
+            r#"{"type":"turn_metrics","turn":1,"turn_end_to_llm_ms":0.042,"tts_first_byte_to_transport_ms":0.031,"interrupt_to_clear_ms":0.02}"#
+        );
+        assert_eq!(ServerEvent::from_json(&ev.to_json()).unwrap(), ev);
+        let old = r#"{"type":"turn_metrics","turn":2,"llm_ttft_ms":351.2}"#;
+        let ServerEvent::TurnMetrics { metrics, .. } = ServerEvent::from_json(old).unwrap() else {
+            panic!("not turn_metrics");
+        };
+        assert_eq!(metrics.turn_end_to_llm_ms, None);
     }
 
     #[test]
