@@ -271,6 +271,7 @@ fn turn_metrics(record: &TurnRecord) -> Option<ServerEvent> {
         return None;
     }
     let m = record.metrics();
+    let hops = record.engine_hops();
     let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
     Some(ServerEvent::TurnMetrics {
         turn: record.epoch().0,
@@ -281,6 +282,9 @@ fn turn_metrics(record: &TurnRecord) -> Option<ServerEvent> {
             tts_ttfb_ms: ms(m.tts_ttfb),
             response_latency_ms: ms(m.response_latency),
             time_to_silence_ms: ms(m.time_to_silence),
+            turn_end_to_llm_ms: ms(hops.turn_end_to_llm),
+            tts_first_byte_to_transport_ms: ms(hops.tts_first_byte_to_transport),
+            interrupt_to_clear_ms: ms(hops.interrupt_to_clear),
         },
     })
 }
@@ -664,6 +668,31 @@ mod tests {
             server_event(EngineEvent::TurnFinished { record }, &mut state),
             None
         );
+    }
+
+    #[test]
+    fn turn_metrics_carry_the_engine_hops_in_fractional_ms() {
+        use brisvox_core::timeline::{TimelineRecorder, TurnEvent};
+        let mut rec = TimelineRecorder::new();
+        #[allow(clippy::disallowed_methods)] // a test origin
+        let t0 = Instant::now();
+        let us = |n: u64| t0 + Duration::from_micros(n);
+        rec.mark(Epoch(1), TurnEvent::TurnEnd, us(0));
+        rec.mark(Epoch(1), TurnEvent::LlmRequestSent, us(40));
+        rec.mark(Epoch(1), TurnEvent::TtsFirstByte, us(500_000));
+        rec.mark(Epoch(1), TurnEvent::FirstAudioOut, us(500_060));
+        let Some(ServerEvent::TurnMetrics { metrics, .. }) =
+            turn_metrics(rec.open_turn().expect("open"))
+        else {
+            panic!("no turn_metrics");
+        };
+        let near = |x: Option<f64>, want: f64| x.is_some_and(|x| (x - want).abs() < 1e-9);
+        assert!(near(metrics.turn_end_to_llm_ms, 0.04), "{metrics:?}");
+        assert!(
+            near(metrics.tts_first_byte_to_transport_ms, 0.06),
+            "{metrics:?}"
+        );
+        assert_eq!(metrics.interrupt_to_clear_ms, None);
     }
 
     #[test]
