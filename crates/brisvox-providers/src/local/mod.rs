@@ -5,9 +5,14 @@
 //!   a realistic delay.
 //! - [`EspeakTts`]: speech from the `espeak-ng` program (Debian package
 //!   `espeak-ng`), run as a separate process per text chunk.
+//! - [`PiperTts`]: a neural voice (Piper) speaking phonemes from `espeak-ng`
+//!   ([`phonemes`]) through a [`PhonemeVoice`].
 
 mod llm;
+pub mod phonemes;
+mod piper;
 mod tts;
 
 pub use llm::{Intent, LocalLlmConfig, LocalRulesLlm, MAX_ECHO_WORDS, detect_intents, reply};
+pub use piper::{PhonemeVoice, PiperConfig, PiperStats, PiperTts};
 pub use tts::{ESPEAK_PACKAGE, EspeakConfig, EspeakStats, EspeakTts, LocalTtsError};
