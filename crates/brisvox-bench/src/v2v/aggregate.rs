@@ -82,7 +82,9 @@ impl Aggregate {
             for m in &call.turn_metrics {
                 if let Some(obj) = m.as_object() {
                     for (k, v) in obj {
-                        if let (true, Some(x)) = (k.ends_with("_ms"), v.as_f64()) {
+                        // The engine hops have their own table (`hops`), in finer units.
+                        let hop = super::hops::HOP_FIELDS.contains(&k.as_str());
+                        if let (true, Some(x)) = (k.ends_with("_ms") && !hop, v.as_f64()) {
                             server.entry(k.clone()).or_default().push(x);
                         }
                     }

@@ -8,12 +8,18 @@
 //! the fixture ([`turns`]): V2V = arrival of the first non-silent bot message
 //! after the ground-truth end of speech minus that end. `--runs` calls in total,
 //! `--concurrency` at a time. Writes `NAME.md` and `NAME.json` (every sample).
+//!
+//! `--sim` starts the brisvox server in this process with an agent file of
+//! mock providers ([`sim`]) and states the floor of every turn; the engine's
+//! own stage times come from the servers' `turn_metrics` when present ([`hops`]).
 
 pub(crate) mod aggregate;
 pub(crate) mod client;
 pub(crate) mod fixture;
 pub(crate) mod header;
+pub(crate) mod hops;
 pub(crate) mod schedule;
+pub(crate) mod sim;
 pub(crate) mod stats;
 pub(crate) mod turns;
 
@@ -22,10 +28,17 @@ use std::sync::Arc;
 
 use aggregate::Aggregate;
 use client::{CallRecord, CallSettings, PreparedFixture};
+use hops::EngineHops;
+use sim::{SimInfo, SimServer};
 
 /// Usage of `v2v`.
-pub(crate) const USAGE: &str = "usage: brisvox-bench v2v --url ws://127.0.0.1:PORT/call [options]
+pub(crate) const USAGE: &str =
+    "usage: brisvox-bench v2v (--url ws://127.0.0.1:PORT/call | --sim) [options]
   --url URL               server websocket URL (or BRISVOX_BENCH_URL)
+  --sim                   start the brisvox server in this process (127.0.0.1, a free
+                          port) with the agent's mock providers; states the floor
+  --agent PATH            agent file of --sim (default bench/agents/mock-no-models.toml)
+  --server-workers N      tokio worker threads of the --sim server (default 2)
   --fixture PATH          fixture WAV, sidecar NAME.json next to it; repeatable
                           (default fixtures/en_two_utterances.wav)
   --runs N                calls in total, spread over the fixtures (default 1)
@@ -53,6 +66,12 @@ pub(crate) struct V2vArgs {
     pub(crate) out: Option<PathBuf>,
     /// Client runtime threads.
     pub(crate) client_workers: usize,
+    /// Run the server in process (`--sim`).
+    pub(crate) sim: bool,
+    /// The `--sim` agent file.
+    pub(crate) agent: PathBuf,
+    /// The `--sim` server's runtime threads.
+    pub(crate) server_workers: usize,
 }
 
 /// Parses a positive number for `flag`.
@@ -88,14 +107,27 @@ fn parse(args: &[String]) -> Result<V2vArgs, String> {
         label: String::new(),
         out: None,
         client_workers: 2,
+        sim: false,
+        agent: PathBuf::from(sim::DEFAULT_AGENT),
+        server_workers: 2,
     };
+    let mut url_given = false;
     let mut it = args.iter();
     while let Some(flag) = it.next() {
+        if flag == "--sim" {
+            a.sim = true;
+            continue;
+        }
         let v = it
             .next()
             .ok_or_else(|| format!("{flag} needs a value\n\n{USAGE}"))?;
         match flag.as_str() {
-            "--url" => a.call.url = v.clone(),
+            "--url" => {
+                a.call.url = v.clone();
+                url_given = true;
+            }
+            "--agent" => a.agent = PathBuf::from(v),
+            "--server-workers" => a.server_workers = parse_num(flag, v)?,
             "--fixture" => a.fixtures.push(PathBuf::from(v)),
             "--runs" => a.runs = parse_num(flag, v)?,
             "--concurrency" => a.concurrency = parse_num(flag, v)?,
@@ -107,8 +139,13 @@ fn parse(args: &[String]) -> Result<V2vArgs, String> {
             other => return Err(format!("unknown option {other}\n\n{USAGE}")),
         }
     }
-    if a.call.url.is_empty() {
-        return Err(format!("--url is required\n\n{USAGE}"));
+    if a.sim && url_given {
+        return Err(format!("--sim and --url exclude each other\n\n{USAGE}"));
+    }
+    if a.sim {
+        a.call.url.clear();
+    } else if a.call.url.is_empty() {
+        return Err(format!("--url or --sim is required\n\n{USAGE}"));
     }
     if a.fixtures.is_empty() {
         a.fixtures
@@ -219,15 +256,37 @@ pub(crate) fn write_outputs(
 
 /// Entry point of `brisvox-bench v2v`.
 pub(crate) fn main(args: &[String]) -> Result<(), String> {
-    let a = parse(args)?;
+    let mut a = parse(args)?;
     let fixtures = prepare_fixtures(&a.fixtures)?;
     let header = header::header_lines();
+    let server = if a.sim {
+        let s = SimServer::start(&sim::resolve_agent(&a.agent), a.server_workers)?;
+        a.call.url = s.url();
+        eprintln!(
+            "v2v --sim: server at {}; {}",
+            a.call.url,
+            s.info.floor.describe()
+        );
+        Some(s)
+    } else {
+        None
+    };
     let rt = runtime(a.client_workers)?;
     let started = std::time::Instant::now();
     let calls = rt.block_on(run_calls(&a.call, &fixtures, a.runs, a.concurrency, "v2v"));
     let wall_s = started.elapsed().as_secs_f64();
+    let sim_info = server.map(|s| {
+        let info = s.info.clone();
+        s.stop();
+        info
+    });
     let agg = Aggregate::of(&calls);
-    let md = markdown(&a, &fixtures, &header, &agg, &calls, wall_s);
+    let hops = EngineHops::of(&calls);
+    let excess = sim_info
+        .as_ref()
+        .map(|i| excess_over_floor(&calls, &i.floor));
+    let mut md = markdown(&a, &fixtures, &header, &agg, &calls, wall_s);
+    md.push_str(&sim_markdown(sim_info.as_ref(), excess.as_ref(), &hops));
     let json = serde_json::json!({
         "schema": "brisvox-bench/v2v/1",
         "header": header,
@@ -241,6 +300,11 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
         "speaking_hold_ms": turns::SPEAKING_HOLD_US / 1000,
         "wall_s": wall_s,
         "summary": agg,
+        "sim": sim_info.as_ref().map(|i| serde_json::json!({
+            "server": i,
+            "excess_over_floor": excess,
+        })),
+        "engine_hops": hops,
         "calls": calls,
     });
     write_outputs(a.out.as_deref(), &md, &json)?;
@@ -251,6 +315,89 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
     }
     eprintln!("v2v: {}", agg.markdown().lines().next().unwrap_or(""));
     Ok(())
+}
+
+/// V2V minus the floor of every answered turn, in call and turn order.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Excess {
+    /// Per answered turn: call index, fixture, turn (from 1), V2V minus the floor, ms.
+    pub(crate) turns: Vec<(usize, String, usize, f64)>,
+    /// Nearest-rank summary, ms.
+    pub(crate) summary_ms: Option<stats::Summary>,
+}
+
+fn excess_over_floor(calls: &[CallRecord], floor: &sim::Floor) -> Excess {
+    let floor_ms = f64::from(floor.total_ms);
+    let mut turns = Vec::new();
+    for (i, c) in calls.iter().enumerate() {
+        for (k, t) in c.turns.iter().enumerate() {
+            if let (turns::Outcome::Answered, Some(v)) = (t.outcome, t.v2v_ms) {
+                turns.push((i, c.fixture.clone(), k + 1, v - floor_ms));
+            }
+        }
+    }
+    let values: Vec<f64> = turns.iter().map(|t| t.3).collect();
+    Excess {
+        summary_ms: stats::summarize(&values),
+        turns,
+    }
+}
+
+/// The `--sim` section (server, floor, excess) and the engine hops.
+fn sim_markdown(info: Option<&SimInfo>, excess: Option<&Excess>, hops: &EngineHops) -> String {
+    let mut s = String::new();
+    if let Some(i) = info {
+        s.push_str(&format!(
+            "
+## In-process server (--sim)
+
+- agent {}: mock providers, VAD {}, turn analyzer {}, server runtime {} workers
+- {}
+",
+            i.agent,
+            i.vad,
+            i.turn_analyzer,
+            i.server_workers,
+            i.floor.describe()
+        ));
+        s.push_str("- the floor assumes an end-of-turn verdict no later than the STT final and the first speakable chunk in the LLM's first token (the mock's answer)
+
+");
+        if let Some(x) = excess.and_then(|e| e.summary_ms.as_ref()) {
+            s.push_str(
+                "| V2V minus the floor (ms) | n | p50 | p90 | p95 | p99 | max |
+|---|---|---|---|---|---|---|
+",
+            );
+            s.push_str(&format!(
+                "| all answered turns | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |
+
+",
+                x.n, x.p50, x.p90, x.p95, x.p99, x.max
+            ));
+        }
+        if let Some(e) = excess {
+            let per_turn: Vec<String> = e
+                .turns
+                .iter()
+                .map(|(c, f, t, v)| format!("{c}:{f}/turn{t} {v:+.1}"))
+                .collect();
+            s.push_str(&format!(
+                "V2V minus the floor per turn (call:fixture/turn ms): {}
+
+",
+                per_turn.join(", ")
+            ));
+        }
+    }
+    s.push_str(
+        "
+## Engine stage times (from the server's turn_metrics)
+
+",
+    );
+    s.push_str(&hops.markdown());
+    s
 }
 
 fn markdown(
@@ -356,5 +503,19 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         assert!(parse(&bad).is_err());
+    }
+
+    #[test]
+    fn sim_needs_no_url_and_refuses_one() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let a = parse(&args(&["--sim", "--runs", "2"])).unwrap();
+        assert!(a.sim);
+        assert_eq!(a.agent, PathBuf::from(sim::DEFAULT_AGENT));
+        let a = parse(&args(&["--agent", "x.toml", "--sim"])).unwrap();
+        assert_eq!(a.agent, PathBuf::from("x.toml"));
+        let both = parse(&args(&["--sim", "--url", "ws://h/call"]));
+        assert!(both.unwrap_err().contains("exclude each other"));
+        let bad = parse(&args(&["--sim", "--server-workers", "0"]));
+        assert!(bad.is_err());
     }
 }
