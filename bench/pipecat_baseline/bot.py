@@ -33,6 +33,8 @@ from loguru import logger
 
 # The settings travel to uvicorn worker processes in this variable (--workers N).
 CONFIG_ENV = "BRISVOX_PIPECAT_PEER_CONFIG"
+# BRISVOX_PEER_COUNT=1: count what each call's analyzers did (audit; see count_work()).
+COUNT_ENV = "BRISVOX_PEER_COUNT"
 
 
 def parse_args(argv=None):
@@ -327,6 +329,134 @@ def build_turn_parts(cfg):
     return vad, turn
 
 
+def count_work(serializer, vad, turn, stt, tts):
+    """BRISVOX_PEER_COUNT=1 (audit of issue #7): wraps, on this call's instances only,
+    the methods where the work happens and returns a dict that fills up during the
+    call. Each wrapper calls the original with the same arguments and returns its
+    result, so the pipeline does the same work; only counters and clocks are added.
+    time.thread_time() is the CPU time of the calling thread: the VAD and Smart Turn
+    run on their own executor threads, so their CPU is measured where it is spent."""
+    c = {
+        "frames_in": 0, "bytes_in": 0, "bad_frame_bytes": 0,
+        "vad_calls": 0, "vad_bytes": 0,
+        "vad_windows": 0, "vad_window_bytes_other": 0, "vad_cpu_s": 0.0,
+        "vad_rate": 0, "vad_stop_windows": 0, "vad_start_windows": 0,
+        "vad_starts": 0, "vad_stops": 0,
+        "turn_append_bytes": 0, "turn_analyses": 0, "turn_analysis_wall_ms": [],
+        "smart_turn_runs": 0, "smart_turn_audio_s": [], "smart_turn_prob": [], "smart_turn_cpu_s": 0.0,
+        "tts_requests": 0, "tts_chars": 0, "audio_out_bytes": 0,
+    }
+    # Input frames by the id of their audio bytes (kept alive here, so ids stay
+    # unique), to name the frames that never reached the VAD.
+    pending = {}
+
+    deserialize = serializer.deserialize
+
+    async def deserialize_counted(data):
+        frame = await deserialize(data)
+        if isinstance(frame, InputAudioRawFrame):
+            c["frames_in"] += 1
+            c["bytes_in"] += len(frame.audio)
+            c["bad_frame_bytes"] += len(frame.audio) % 2
+            pending[id(frame.audio)] = (c["frames_in"], frame.audio)
+        return frame
+
+    serializer.deserialize = deserialize_counted
+
+    serialize = serializer.serialize
+
+    async def serialize_counted(frame):
+        out = await serialize(frame)
+        if isinstance(frame, OutputAudioRawFrame) and out is not None:
+            c["audio_out_bytes"] += len(out)
+        return out
+
+    serializer.serialize = serialize_counted
+
+    analyze_audio = vad.analyze_audio
+
+    async def analyze_audio_counted(buffer):
+        c["vad_calls"] += 1
+        c["vad_bytes"] += len(buffer)
+        pending.pop(id(buffer), None)
+        c["vad_rate"] = vad.sample_rate
+        c["vad_stop_windows"] = vad._vad_stop_frames
+        c["vad_start_windows"] = vad._vad_start_frames
+        return await analyze_audio(buffer)
+
+    vad.analyze_audio = analyze_audio_counted
+
+    voice_confidence = vad.voice_confidence
+
+    def voice_confidence_counted(buffer):
+        t0 = time.thread_time()
+        out = voice_confidence(buffer)
+        c["vad_cpu_s"] += time.thread_time() - t0
+        c["vad_windows"] += 1
+        if len(buffer) != 2 * vad.num_frames_required():
+            c["vad_window_bytes_other"] += 1
+        return out
+
+    vad.voice_confidence = voice_confidence_counted
+
+    append_audio = turn.append_audio
+
+    def append_audio_counted(buffer, is_speech):
+        c["turn_append_bytes"] += len(buffer)
+        return append_audio(buffer, is_speech)
+
+    turn.append_audio = append_audio_counted
+
+    analyze_end_of_turn = turn.analyze_end_of_turn
+
+    async def analyze_end_of_turn_counted():
+        c["turn_analyses"] += 1
+        t0 = time.monotonic()
+        out = await analyze_end_of_turn()
+        c["turn_analysis_wall_ms"].append(round(1000 * (time.monotonic() - t0), 1))
+        return out
+
+    turn.analyze_end_of_turn = analyze_end_of_turn_counted
+
+    if hasattr(turn, "_predict_endpoint"):
+        predict = turn._predict_endpoint
+
+        def predict_counted(audio_array):
+            t0 = time.thread_time()
+            out = predict(audio_array)
+            c["smart_turn_cpu_s"] += time.thread_time() - t0
+            c["smart_turn_runs"] += 1
+            c["smart_turn_audio_s"].append(round(len(audio_array) / turn.sample_rate, 3))
+            c["smart_turn_prob"].append(round(out["probability"], 3))
+            return out
+
+        turn._predict_endpoint = predict_counted
+
+    stt_process = stt.process_frame
+
+    async def stt_process_counted(frame, direction):
+        if isinstance(frame, VADUserStartedSpeakingFrame):
+            c["vad_starts"] += 1
+        elif isinstance(frame, VADUserStoppedSpeakingFrame):
+            c["vad_stops"] += 1
+        return await stt_process(frame, direction)
+
+    stt.process_frame = stt_process_counted
+
+    run_tts = tts.run_tts
+
+    def run_tts_counted(text, context_id):
+        c["tts_requests"] += 1
+        c["tts_chars"] += len(text)
+        return run_tts(text, context_id)
+
+    tts.run_tts = run_tts_counted
+    # Filled in at the end of the call: 1-based numbers of the input frames the VAD
+    # never saw (the last frame is the client's final 20 ms of silence before `end`).
+    c["frames_not_at_vad"] = lambda: sorted(n for n, _ in pending.values())
+    return c
+
+
 app = FastAPI()
 STATS = {"calls": 0, "llm_requests": 0, "llm_cancelled": 0, "llm_cancelled_before_first_token": 0}
 
@@ -366,7 +496,10 @@ async def run_call(ws: WebSocket):
             add_wav_header=False, serializer=serializer, audio_out_end_silence_secs=0,
         ),
     )
+    counting = os.environ.get(COUNT_ENV) == "1"
+    build_cpu0, build_t0 = time.thread_time(), time.monotonic()
     vad, turn = build_turn_parts(CFG)
+    build_cpu_s, build_wall_s = time.thread_time() - build_cpu0, time.monotonic() - build_t0
     context = LLMContext()
     aggregators = LLMContextAggregatorPair(
         context,
@@ -392,6 +525,7 @@ async def run_call(ws: WebSocket):
                                    EndFrame()])
 
     serializer.on_end = on_end
+    counts = count_work(serializer, vad, turn, stt, tts) if counting else None
 
     @transport.event_handler("on_client_disconnected")
     async def on_disconnected(_transport, _ws):
@@ -403,6 +537,14 @@ async def run_call(ws: WebSocket):
     await runner.run()
     logger.info(f"call done in {time.monotonic() - t0:.1f} s; totals {STATS}")
     print(f"pipecat-peer: call done; totals {json.dumps(STATS)}", file=sys.stderr, flush=True)
+    if counts is not None:
+        counts["model_build_cpu_s"] = round(build_cpu_s, 4)
+        counts["model_build_wall_s"] = round(build_wall_s, 4)
+        counts["vad_cpu_s"] = round(counts["vad_cpu_s"], 4)
+        counts["smart_turn_cpu_s"] = round(counts["smart_turn_cpu_s"], 4)
+        counts["call_wall_s"] = round(time.monotonic() - t0, 3)
+        counts["frames_not_at_vad"] = counts["frames_not_at_vad"]()
+        print(f"pipecat-peer: counts {json.dumps(counts)}", file=sys.stderr, flush=True)
 
 
 @app.websocket("/call")
