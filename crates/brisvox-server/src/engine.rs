@@ -27,7 +27,7 @@ use brisvox_providers::cartesia::{CartesiaConfig, CartesiaTts};
 use brisvox_providers::deepgram::aura::{DeepgramAura, DeepgramAuraOptions};
 use brisvox_providers::deepgram::stt::{DeepgramStt, DeepgramSttOptions};
 use brisvox_providers::elevenlabs::{ElevenLabsConfig, ElevenLabsTts};
-use brisvox_providers::local::{EspeakConfig, EspeakTts, LocalLlmConfig, LocalRulesLlm};
+use brisvox_providers::local::{LocalLlmConfig, LocalRulesLlm};
 use brisvox_providers::mock::Latency;
 use brisvox_providers::mock::{
     MockLlm, MockLlmConfig, MockStt, MockSttConfig, MockTts, MockTtsConfig,
@@ -529,36 +529,8 @@ fn build_tts(
             let key = api_key(&s.api_key, section)?;
             Ok(Arc::new(DeepgramAura::new(key.expose(), options)))
         }
-        TtsProvider::Local => build_espeak(agent),
+        TtsProvider::Local => crate::local_tts::build(agent),
     }
-}
-
-/// `[tts] provider = "local"`: espeak-ng, checked at startup (a missing
-/// program is an error naming the package). `[tts.local]` (a voice model) is
-/// not supported yet.
-fn build_espeak(
-    agent: &AgentSettings,
-) -> Result<Arc<dyn brisvox_providers::TtsProvider>, EngineSetupError> {
-    if agent.tts.local.is_some() {
-        return unavailable(
-            "tts",
-            "local with [tts.local] (a voice model)",
-            "local without [tts.local] (espeak-ng)",
-        );
-    }
-    let voice = match agent.language {
-        Language::En => "en-us",
-        Language::Tr => "tr",
-    };
-    let tts = EspeakTts::new(EspeakConfig {
-        voice: voice.to_owned(),
-        ..EspeakConfig::default()
-    });
-    tts.probe_blocking()
-        .map_err(|e| EngineSetupError::LocalProgram {
-            reason: e.to_string(),
-        })?;
-    Ok(Arc::new(tts))
 }
 
 fn silero_service() -> Result<VadService, EngineSetupError> {

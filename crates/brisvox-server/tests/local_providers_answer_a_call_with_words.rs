@@ -100,12 +100,12 @@ async fn the_rules_agent_answers_in_espeak_speech() {
 }
 
 #[test]
-fn a_tts_local_table_is_refused_until_voice_models_exist() {
+fn a_tts_local_model_that_is_not_there_is_an_error_naming_it() {
     let text = "[tts]\nprovider = \"local\"\n[tts.local]\nmodel_path = \"voices/joe.onnx\"\n\
                 [vad]\ndetector = \"energy\"\n[turn]\nanalyzer = \"always_complete\"\n";
     let agent = AgentSettings::from_toml_str(text, &|_| None).unwrap();
     let err = EngineCallHandler::new(&agent).unwrap_err();
-    assert!(err.to_string().contains("espeak-ng"), "{err}");
+    assert!(err.to_string().contains("voices/joe.onnx"), "{err}");
 }
 
 #[test]

@@ -19,9 +19,9 @@ pub use policy::{
 };
 pub use providers::{
     DeepgramSttSettings, EnvLookup, LlmProvider, LlmSection, LocalLlmSettings, LocalModelSettings,
-    MockLlmSettings, MockSttSettings, MockTtsSettings, OpenAiCompatibleSettings,
-    OpenAiTranscribeSettings, REASONING_EFFORTS, SttProvider, SttSection, TtsProvider, TtsSection,
-    VendorTtsSettings,
+    LocalTtsSettings, LocalVoice, MockLlmSettings, MockSttSettings, MockTtsSettings,
+    OpenAiCompatibleSettings, OpenAiTranscribeSettings, REASONING_EFFORTS, SttProvider, SttSection,
+    TtsProvider, TtsSection, VendorTtsSettings,
 };
 pub use server::{AuthSettings, RouteAuth, ServerSettings, TokenPlacement};
 

@@ -167,7 +167,7 @@ fn default_transcribe_base_url() -> String {
     "https://api.openai.com/v1".to_owned()
 }
 
-/// `[stt.local]` / `[tts.local]`.
+/// `[stt.local]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LocalModelSettings {
@@ -176,6 +176,31 @@ pub struct LocalModelSettings {
     /// Voice name (TTS only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub voice: Option<String>,
+}
+
+/// `[tts.local]`: which local voice speaks.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LocalTtsSettings {
+    /// `auto` (the default), `piper` or `espeak`.
+    pub voice: LocalVoice,
+    /// A Piper `.onnx` voice (its `.onnx.json` next to it); without it, the
+    /// fetched `en_US-joe-medium` from the models folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_path: Option<String>,
+}
+
+/// The local voices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LocalVoice {
+    /// Piper when its files are present (and the language is English), else espeak-ng.
+    #[default]
+    Auto,
+    /// The Piper neural voice; an error at startup when it cannot load.
+    Piper,
+    /// The `espeak-ng` program's own (robotic) voice.
+    Espeak,
 }
 
 /// `[stt]`.
@@ -401,9 +426,9 @@ pub struct TtsSection {
     /// Deepgram Aura settings.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deepgram_aura: Option<VendorTtsSettings>,
-    /// Local model settings.
+    /// Local voice settings.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub local: Option<LocalModelSettings>,
+    pub local: Option<LocalTtsSettings>,
 }
 
 impl TtsSection {
@@ -415,8 +440,7 @@ impl TtsSection {
             TtsProvider::DeepgramAura => {
                 require(&self.deepgram_aura, "tts.deepgram_aura", p.as_str())?
             }
-            // The local TTS is espeak-ng and needs no table; `[tts.local]`
-            // names a voice model, which the engine refuses for now.
+            // `[tts.local]` is optional: its defaults pick the voice.
             TtsProvider::Local | TtsProvider::Mock => {}
         }
         let vendors = [
