@@ -1,7 +1,9 @@
 // Drives the brisvox demo page in headless Debian chromium with a fake
 // microphone and checks, from the page's own state (window.brisvoxDemo):
-// the mock label, bot audio played, a barge-in that flushes playback, a
-// transcript, and a latency bar. Saves a screenshot.
+// the mock label, bot audio audible at the playback worklet's output, a
+// barge-in that flushes playback while the bot speaks and leaves it silent
+// until the caller's final transcript, the transcript, the answer played,
+// and a latency bar. Saves a screenshot. The server is stopped on every exit.
 //
 // Env: BRISVOX_BIN (the server binary, required), AGENT_FILE (default
 // tests/browser/agent.toml: mock providers), CHROMIUM (default
@@ -46,24 +48,44 @@ function fakeMicWav(path) {
   writeFileSync(path, Buffer.concat([h, data]));
 }
 
+// Starts `brisvox serve` on a port the OS picks (127.0.0.1:0) and resolves
+// with the address from its "listening local_addr=..." log line.
 function startServer() {
-  return new Promise((resolvePromise, reject) => {
-    const agentFile = process.env.AGENT_FILE || join(here, 'agent.toml');
-    const child = spawn(bin, ['serve', '--agent', agentFile, '--bind', '127.0.0.1:0'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'info' },
-    });
-    let seen = '';
-    const timer = setTimeout(() => reject(new Error('the server did not say where it listens:\n' + seen)), 30000);
+  const agentFile = process.env.AGENT_FILE || join(here, 'agent.toml');
+  const child = spawn(bin, ['serve', '--agent', agentFile, '--bind', '127.0.0.1:0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'info', NO_COLOR: '1' },
+  });
+  let seen = '';
+  const server = { child, addr: null, exited: null, logs: () => seen };
+  const ready = new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error('the server did not say where it listens in 30 s:\n' + seen)), 30000);
     const onData = (d) => {
       seen += d.toString();
-      const m = seen.match(/listening[^\n]*?(127\.0\.0\.1:\d+)/i) || seen.match(/(127\.0\.0\.1:\d+)/);
-      if (m) { clearTimeout(timer); resolvePromise({ child, addr: m[1], logs: () => seen }); }
+      const m = seen.match(/listening[^\n]*?\b(127\.0\.0\.1:[1-9]\d*)/);
+      if (m && !server.addr) { clearTimeout(timer); server.addr = m[1]; resolvePromise(server); }
     };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}:\n${seen}`)); });
+    child.on('error', (e) => { clearTimeout(timer); reject(new Error(`could not start ${bin}: ${e.message}`)); });
+    child.on('exit', (code, signal) => {
+      server.exited = signal || code;
+      clearTimeout(timer);
+      reject(new Error(`server exited (${signal || code}) before listening:\n${seen}`));
+    });
   });
+  return { server, ready };
+}
+
+// Stops the server: SIGTERM (it drains), SIGKILL if it is still there after 10 s.
+async function stopServer(server) {
+  const child = server.child;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const gone = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10000);
+  await gone;
+  clearTimeout(timer);
 }
 
 async function waitFor(page, what, fn, timeoutMs) {
@@ -77,18 +99,32 @@ async function waitFor(page, what, fn, timeoutMs) {
 }
 
 const failures = [];
+const tail = (text) => text.split('\n').slice(-40).join('\n');
 const check = (cond, msg) => { if (!cond) failures.push(msg); log(cond ? 'ok:' : 'FAIL:', msg); };
 
 const userDir = mkdtempSync(join(tmpdir(), 'brisvox-chromium-'));
 const wav = join(outDir, 'fake-mic.wav');
 fakeMicWav(wav);
-const server = await startServer();
-log('server at', server.addr);
+const { server, ready } = startServer();
+// Whatever ends this process (an exception, timeout's SIGTERM, ^C), the server
+// and the profile directory go with it.
+const cleanupSync = () => {
+  if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+  rmSync(userDir, { recursive: true, force: true });
+};
+process.on('exit', cleanupSync);
+for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) {
+  process.on(sig, () => { console.error(`killed by ${sig}; server log (tail):\n${tail(server.logs())}`); process.exit(2); });
+}
+
 let browser;
 try {
+  await ready;
+  log('server at', server.addr);
   browser = await chromium.launchPersistentContext(userDir, {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     headless: true,
+    timeout: 60000,
     args: [
       '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync',
@@ -98,6 +134,7 @@ try {
     viewport: { width: 1000, height: 900 },
   });
   const page = browser.pages()[0] || await browser.newPage();
+  page.setDefaultTimeout(15000);
   page.on('console', (m) => log('page console:', m.text()));
   page.on('pageerror', (e) => failures.push('page error: ' + e.message));
   await page.goto(`http://${server.addr}/`);
@@ -110,16 +147,50 @@ try {
     const named = banner.includes('the ' + k.toUpperCase() + ' is a mock');
     check(named === (started[k] === 'mock'), `the banner names the ${k.toUpperCase()} iff it is a mock (${banner})`);
   }
-  await waitFor(page, 'greeting audio played', () => window.brisvoxDemo.playedSamples > 1600, 10000);
+
+  // Bot audio played: the playback worklet's output was audible (not only
+  // that bytes arrived or samples were consumed).
+  await waitFor(page, 'greeting audio played (100 ms audible at the worklet output)',
+    () => window.brisvoxDemo.playedSamples > 1600 && window.brisvoxDemo.audibleMs > 100, 10000);
+
+  // The barge-in: the fake microphone talks over the greeting, the server
+  // sends `clear`, the worklet drops what it had queued and goes silent.
   await waitFor(page, 'a barge-in (clear)', () => window.brisvoxDemo.clears >= 1, 15000);
   await waitFor(page, 'the playback flush', () => window.brisvoxDemo.flushes.length >= 1, 2000);
   const flush = await page.evaluate(() => window.brisvoxDemo.flushes[0]);
+  const events = await page.evaluate(() => window.brisvoxDemo.eventLog);
+  const clearEv = events.find((e) => e.type === 'clear');
+  // The greeting's bot_speaking_stopped says it was interrupted (the server
+  // sends it before or after the clear: both orders were seen).
+  await waitFor(page, 'the greeting\'s bot_speaking_stopped',
+    () => window.brisvoxDemo.eventLog.some((e) => e.type === 'bot_speaking_stopped'), 5000);
+  const stopEv = (await page.evaluate(() => window.brisvoxDemo.eventLog)).find((e) => e.type === 'bot_speaking_stopped');
+  check(stopEv.interrupted === true,
+    `the greeting was interrupted (${JSON.stringify(stopEv)}, ${Math.round(stopEv.atMs - clearEv.atMs)} ms from the clear)`);
+  check(typeof flush.sinceAudibleMs === 'number' && flush.sinceAudibleMs < 300,
+    `bot audio was audible at most 300 ms before the clear (${flush.sinceAudibleMs} ms)`);
+  check(flush.dropped > 0, `the clear dropped queued bot audio (${flush.dropped} samples)`);
   check(flush.bufferedAfter === 0, `the jitter buffer is empty right after clear (${JSON.stringify(flush)})`);
+
   await waitFor(page, 'a final transcript', () => window.brisvoxDemo.transcripts.length >= 1, 15000);
-  check((await page.textContent('#transcript')).includes('mock transcript'), 'the transcript is on the page');
-  const playedAtClear = flush.played;
-  await waitFor(page, 'the answer played after the barge-in',
-    `window.brisvoxDemo.playedSamples > ${playedAtClear} + 4000`, 15000);
+  check((await page.textContent('#transcript')).includes('you: ' + await page.evaluate(() => window.brisvoxDemo.transcripts[0])),
+    'the final transcript is on the page');
+  if (started.stt === 'mock') {
+    check((await page.textContent('#transcript')).includes('mock transcript'), 'the mock STT\'s text is on the page');
+  }
+  // From the clear to the caller's final transcript the bot must be silent:
+  // no new bot audio arrived and the worklet played nothing audible.
+  const log2 = await page.evaluate(() => window.brisvoxDemo.eventLog);
+  const finalEv = log2.slice(log2.findIndex((e) => e.type === 'clear') + 1).find((e) => e.type === 'transcript' && e.final);
+  check(finalEv && finalEv.atMs - clearEv.atMs > 200,
+    `the final transcript came well after the clear (${finalEv && Math.round(finalEv.atMs - clearEv.atMs)} ms)`);
+  check(finalEv && finalEv.received === clearEv.received,
+    `no bot audio arrived between the clear and the final transcript (${finalEv && finalEv.received - clearEv.received} samples)`);
+  check(finalEv && finalEv.audibleMs === flush.audibleMs,
+    `nothing audible played after the clear (${finalEv && (finalEv.audibleMs - flush.audibleMs).toFixed(1)} ms)`);
+
+  await waitFor(page, 'the answer played after the barge-in (200 ms more audible output)',
+    `window.brisvoxDemo.audibleMs > ${flush.audibleMs} + 200`, 15000);
   await waitFor(page, 'turn metrics', () => window.brisvoxDemo.turnMetrics.length >= 1, 15000);
   check(await page.locator('#turns .bar .seg').count() > 0, 'a latency bar is drawn');
   const m = await page.evaluate(() => window.brisvoxDemo.turnMetrics[0]);
@@ -128,20 +199,22 @@ try {
   const s = await page.evaluate(() => window.brisvoxDemo);
   check(s.sentFrames > 100, `the page sent microphone frames (${s.sentFrames})`);
   check(s.errors.length === 0, `no page errors (${JSON.stringify(s.errors)})`);
-  await page.screenshot({ path: join(outDir, 'demo.png'), fullPage: true });
-  log('screenshot', join(outDir, 'demo.png'));
+  const shot = join(outDir, 'demo.png');
+  await page.screenshot({ path: shot, fullPage: true });
+  log('screenshot:', shot);
   await page.click('#toggle');
   await waitFor(page, 'the call ended', () => !window.brisvoxDemo.running, 5000);
 } catch (e) {
-  failures.push(String(e && e.stack || e));
+  failures.push(String((e && e.stack) || e));
 } finally {
   if (browser) await browser.close().catch(() => {});
-  server.child.kill('SIGTERM');
-  rmSync(userDir, { recursive: true, force: true });
+  await stopServer(server);
 }
+check(server.child.signalCode === null && server.child.exitCode === 0,
+  `the server stopped cleanly on SIGTERM (${server.child.signalCode || server.child.exitCode})`);
 if (failures.length) {
   console.error('FAILED:\n' + failures.join('\n'));
-  console.error('server log (tail):\n' + server.logs().split('\n').slice(-30).join('\n'));
+  console.error('server log (tail):\n' + tail(server.logs()));
   process.exit(1);
 }
 log('PASSED');

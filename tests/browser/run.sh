@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
-# The browser test: builds `brisvox` (debug, the build `cargo test` already
-# makes; BRISVOX_PROFILE=release for a release build; BRISVOX_BIN to skip),
-# then drives the demo page in headless chromium with a fake microphone
-# (tests/browser/demo.mjs). Bounded by timeout. Screenshot and the
-# fake microphone's WAV land in target/browser-test/ (OUT_DIR).
+# The browser test (scripts/test.sh runs it after cargo test): builds `brisvox`
+# (debug, the build `cargo test` already made, so it costs little;
+# BRISVOX_PROFILE=release for a release build; BRISVOX_BIN to skip the build),
+# sets up chromium/node/playwright-core if needed (setup.sh), then drives the
+# demo page in headless chromium with a fake microphone (demo.mjs). Bounded by
+# BROWSER_TEST_TIMEOUT_S (default 180 s). The screenshot and the fake
+# microphone's WAV land in target/browser-test/ (OUT_DIR). Exits non-zero on
+# any failure.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 cd "$root"
-[ -d "$here/node_modules/playwright-core" ] || "$here/setup.sh"
+"$here/setup.sh"
 if [ -z "${BRISVOX_BIN:-}" ]; then
   profile="${BRISVOX_PROFILE:-debug}"
   target="${CARGO_TARGET_DIR:-$root/target}"
   flag=(); [ "$profile" = release ] && flag=(--release)
-  timeout 3600 cargo build "${flag[@]}" -p brisvox-server --bin brisvox
+  timeout 3600 cargo build --locked "${flag[@]}" -p brisvox-server --bin brisvox
   BRISVOX_BIN="$target/$profile/brisvox"
 fi
 export BRISVOX_BIN
-start=$(date +%s)
-timeout "${BROWSER_TEST_TIMEOUT_S:-120}" node "$here/demo.mjs"
-echo "browser test took $(( $(date +%s) - start )) s"
+start=$SECONDS
+# SIGTERM at the limit (demo.mjs then stops the server and exits), SIGKILL 15 s later.
+timeout -k 15 "${BROWSER_TEST_TIMEOUT_S:-180}" node "$here/demo.mjs"
+echo "browser test took $((SECONDS - start)) s"

@@ -4,13 +4,15 @@
   'use strict';
   const RATE = 16000;          // the call's rate both ways
   const PREBUFFER_MS = 80;     // jitter buffer before playback starts
+  const EVENT_LOG_MAX = 500;   // events kept in state.eventLog
 
   const $ = (id) => document.getElementById(id);
   // State the browser test reads.
   const state = window.brisvoxDemo = {
     running: false, started: null, mock: null,
-    playedSamples: 0, bufferedSamples: 0, receivedSamples: 0,
+    playedSamples: 0, bufferedSamples: 0, receivedSamples: 0, audibleMs: 0,
     sentFrames: 0, clears: 0, flushes: [], transcripts: [], interim: '', turnMetrics: [],
+    eventLog: [], // the first EVENT_LOG_MAX events, each with the playback counters at its arrival
     botSpeaking: false, ended: null, errors: [],
   };
   let ws = null, ctx = null, stream = null, capture = null, playback = null, source = null;
@@ -50,8 +52,12 @@
       playback.port.onmessage = (e) => {
         state.playedSamples = e.data.played;
         state.bufferedSamples = e.data.buffered;
+        state.audibleMs = e.data.audibleMs;
         if (typeof e.data.dropped === 'number') {
-          state.flushes.push({ dropped: e.data.dropped, bufferedAfter: e.data.buffered, played: e.data.played });
+          state.flushes.push({
+            dropped: e.data.dropped, bufferedAfter: e.data.buffered, played: e.data.played,
+            audibleMs: e.data.audibleMs, wasPlaying: e.data.wasPlaying, sinceAudibleMs: e.data.sinceAudibleMs,
+          });
         }
         $('played').textContent = Math.round(e.data.played / (RATE / 1000));
         $('buffered').textContent = Math.round(e.data.buffered / (RATE / 1000));
@@ -109,6 +115,12 @@
   }
 
   function onEvent(ev) {
+    if (state.eventLog.length < EVENT_LOG_MAX) {
+      state.eventLog.push({
+        type: ev.type, final: ev.final, interrupted: ev.interrupted, atMs: performance.now(), botSpeaking: state.botSpeaking,
+        received: state.receivedSamples, played: state.playedSamples, audibleMs: state.audibleMs,
+      });
+    }
     switch (ev.type) {
       case 'started': {
         state.started = ev; state.mock = !!ev.mock;

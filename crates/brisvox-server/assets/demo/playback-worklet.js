@@ -3,8 +3,13 @@
 // The page posts {type:'audio', samples: Int16Array at inRate}. Playback starts
 // once `prebufferMs` of audio is queued (and again after an underrun); a
 // {type:'clear'} message drops everything queued at once (barge-in). Every
-// ~50 ms the processor reports {played, buffered} in input samples; the
-// report that answers a clear also carries `dropped` (samples thrown away).
+// ~50 ms the processor reports {played, buffered} in input samples and
+// `audibleMs`, how much of its output so far was audible (|sample| >= 1/1024,
+// about -60 dBFS): proof that sound went to the speaker, not just that bytes
+// arrived. The report that answers a clear also carries `dropped` (samples
+// thrown away), `wasPlaying` and `sinceAudibleMs` (ms since the last audible
+// output sample, null if none yet).
+const AUDIBLE = 1 / 1024;
 class PlaybackProcessor extends AudioWorkletProcessor {
   constructor(options) {
     super();
@@ -18,6 +23,8 @@ class PlaybackProcessor extends AudioWorkletProcessor {
     this.playing = false;
     this.played = 0;      // input samples played since start
     this.sinceReport = 0;
+    this.audible = 0;     // output samples at or above AUDIBLE
+    this.lastAudible = -1; // output frame index of the last audible sample
     this.port.onmessage = (e) => this.onMessage(e.data);
   }
 
@@ -30,11 +37,12 @@ class PlaybackProcessor extends AudioWorkletProcessor {
       this.queued += f.length;
     } else if (msg.type === 'clear') {
       const dropped = Math.max(0, this.queued - Math.floor(this.offset));
+      const wasPlaying = this.playing;
       this.queue = [];
       this.queued = 0;
       this.offset = 0;
       this.playing = false;
-      this.report(dropped);
+      this.report({ dropped, wasPlaying });
     }
   }
 
@@ -64,6 +72,7 @@ class PlaybackProcessor extends AudioWorkletProcessor {
       const a = this.sampleAt(base);
       const b = this.sampleAt(base + 1);
       out[i] = a + (b - a) * frac;
+      if (out[i] >= AUDIBLE || out[i] <= -AUDIBLE) { this.audible++; this.lastAudible = currentFrame + i; }
       this.offset += this.step;
       // Drop whole chunks that the read head has passed.
       while (this.queue.length && Math.floor(this.offset) >= this.queue[0].length) {
@@ -81,10 +90,16 @@ class PlaybackProcessor extends AudioWorkletProcessor {
     return true;
   }
 
-  report(dropped) {
+  report(flush) {
     this.sinceReport = 0;
     const buffered = Math.max(0, this.queued - Math.floor(this.offset));
-    this.port.postMessage({ played: this.played, buffered, dropped });
+    const msg = { played: this.played, buffered, audibleMs: (1000 * this.audible) / sampleRate };
+    if (flush) {
+      msg.dropped = flush.dropped;
+      msg.wasPlaying = flush.wasPlaying;
+      msg.sinceAudibleMs = this.lastAudible < 0 ? null : (1000 * (currentFrame - this.lastAudible)) / sampleRate;
+    }
+    this.port.postMessage(msg);
   }
 }
 
