@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Installs the Debian packages brisvox needs at run and test time, if missing:
+# Installs Debian packages brisvox needs at run and test time, if missing.
+# With no arguments:
 #   espeak-ng   the local no-key TTS ([tts] provider = "local") and its tests
+# Arguments name other packages as PACKAGE or PACKAGE:COMMAND (the program whose
+# absence means the package is missing), e.g. `chromium nodejs:node npm` for
+# the browser test (tests/browser/setup.sh).
 # Run as root it installs them with apt-get; otherwise it prints the command.
 set -euo pipefail
 
-packages=(espeak-ng)
+[ $# -gt 0 ] || set -- espeak-ng
 missing=()
-for p in "${packages[@]}"; do
-  command -v "$p" >/dev/null 2>&1 || missing+=("$p")
+for spec in "$@"; do
+  command -v "${spec#*:}" >/dev/null 2>&1 || missing+=("${spec%%:*}")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
@@ -18,5 +22,8 @@ fi
 echo "setup-system: installing ${missing[*]} ..."
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null
-apt-get install -y -qq "${missing[@]}" >/dev/null
+if ! apt-get install -y -qq "${missing[@]}" >/dev/null; then
+  echo "setup-system: apt-get install ${missing[*]} failed (is a Debian mirror reachable?)" >&2
+  exit 1
+fi
 echo "setup-system: ${missing[*]} installed"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: the README's test command, and what .ci/run runs.
 #
-# Installs the Debian packages the tests need (espeak-ng) and fetches the
-# models if they are missing (both idempotent), then checks formatting,
-# lints and runs every test of the workspace. Tests that need the models fail
-# (rather than skip) when CI is set and the models are missing.
+# Installs the Debian packages the tests need (espeak-ng; chromium, nodejs,
+# npm for the browser test) and fetches the models and playwright-core if they
+# are missing (all idempotent), then checks formatting, lints, runs every test
+# of the workspace and the browser test of the demo page (tests/browser/).
+# Tests that need the models fail (rather than skip) when CI is set and the
+# models are missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -23,6 +25,7 @@ phase() {
 phase setup
 scripts/setup-system.sh
 scripts/fetch-models.sh
+tests/browser/setup.sh
 
 phase fmt
 cargo fmt --all --check
@@ -32,6 +35,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 phase test
 cargo test --workspace --locked
+
+phase browser
+tests/browser/run.sh
 
 phase ""
 echo "test.sh: all phases passed in ${SECONDS}s"
