@@ -136,6 +136,17 @@ impl EngineCallHandler {
         })
     }
 
+    /// The model services whose counters `/metrics` shows.
+    pub fn model_stats(&self) -> crate::model_metrics::ModelStatsSource {
+        crate::model_metrics::ModelStatsSource {
+            vad: self.vad_service.clone(),
+            smart_turn: match &self.models.verdict {
+                VerdictSource::Service(service) => Some(service.clone()),
+                _ => None,
+            },
+        }
+    }
+
     /// The admission guard over the VAD queue ("pool pressure"), if a model VAD runs.
     pub fn pool_pressure(&self) -> Option<Box<dyn PoolPressure>> {
         let service = self.vad_service.clone()?;

@@ -28,6 +28,7 @@ pub mod http;
 pub mod local_tts;
 pub mod logging;
 pub mod metrics;
+pub mod model_metrics;
 pub mod models;
 pub mod secret;
 pub mod serve;

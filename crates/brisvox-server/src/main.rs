@@ -12,6 +12,7 @@ use brisvox_server::cli::{Cli, Command, LogArgs, ModelsAction};
 use brisvox_server::engine::EngineCallHandler;
 use brisvox_server::handler::CallHandler;
 use brisvox_server::metrics::ServerMetrics;
+use brisvox_server::model_metrics::ModelStatsSource;
 use brisvox_server::serve::{ServerConfig, serve_until_signal};
 use clap::Parser;
 
@@ -37,8 +38,9 @@ fn main() -> ExitCode {
 /// models (blocking: before the runtime starts).
 fn call_handler(
     settings: &AgentSettings,
-) -> anyhow::Result<(Arc<dyn CallHandler>, Box<dyn PoolPressure>)> {
+) -> anyhow::Result<(Arc<dyn CallHandler>, Box<dyn PoolPressure>, ModelStatsSource)> {
     let handler = EngineCallHandler::new(settings)?;
+    let model_stats = handler.model_stats();
     let pressure = handler
         .pool_pressure()
         .unwrap_or_else(|| Box::new(NoPoolPressure));
@@ -47,7 +49,7 @@ fn call_handler(
         turn_analyzer = ?settings.turn.analyzer,
         "call engine ready"
     );
-    Ok((Arc::new(handler), pressure))
+    Ok((Arc::new(handler), pressure, model_stats))
 }
 
 /// `brisvox serve`.
@@ -68,13 +70,13 @@ fn serve(
         Some(b) => b,
         None => settings.server.bind.parse().context("server.bind")?,
     };
-    let (handler, pressure) = call_handler(&settings)?;
+    let (handler, pressure, model_stats) = call_handler(&settings)?;
     let config = ServerConfig {
         agent: Arc::new(settings),
         bind,
         handler,
         pressure,
-        metrics: ServerMetrics::new(),
+        metrics: ServerMetrics::new().with_models(model_stats),
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let report = runtime

@@ -231,8 +231,8 @@ impl SttSection {
                 "stt.openai_transcribe",
                 "openai_transcribe",
             )?,
-            SttProvider::Local => require(&self.local, "stt.local", "local")?,
-            SttProvider::Mock => {}
+            // `[stt.local]` is optional: without it, the fetched Whisper model.
+            SttProvider::Local | SttProvider::Mock => {}
         }
         if let Some(d) = &mut self.deepgram {
             let selected = self.provider == SttProvider::Deepgram;
