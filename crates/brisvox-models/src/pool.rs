@@ -110,8 +110,13 @@ pub enum PoolError {
 }
 
 /// Bounds (upper, inclusive) of the timing histogram buckets, in microseconds;
-/// the last bucket holds everything above the last bound.
-pub const TIMING_BUCKET_BOUNDS_US: [u64; 6] = [10, 100, 1_000, 10_000, 100_000, 1_000_000];
+/// the last bucket holds everything above the last bound. A 1-2-5 series from
+/// 10 µs to 5 s, fine enough to read a p95 queue wait off the buckets (the
+/// server exports them on `/metrics`).
+pub const TIMING_BUCKET_BOUNDS_US: [u64; 19] = [
+    10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000,
+    500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000,
+];
 
 /// Number of histogram buckets in a [`TimingStats`].
 pub const TIMING_BUCKETS: usize = TIMING_BUCKET_BOUNDS_US.len() + 1;
@@ -628,12 +633,16 @@ mod tests {
         let t = AtomicTiming::default();
         t.record(Duration::from_micros(10));
         t.record(Duration::from_micros(11));
-        t.record(Duration::from_secs(5));
+        t.record(Duration::from_millis(30));
+        t.record(Duration::from_secs(50));
         let s = t.snapshot();
         assert_eq!(s.buckets[0], 1);
         assert_eq!(s.buckets[1], 1);
+        let at_50ms = TIMING_BUCKET_BOUNDS_US.iter().position(|&b| b == 50_000);
+        assert_eq!(s.buckets[at_50ms.unwrap()], 1);
         assert_eq!(s.buckets[TIMING_BUCKETS - 1], 1);
-        assert_eq!(s.max_us, 5_000_000);
-        assert_eq!(s.count, 3);
+        assert_eq!(s.max_us, 50_000_000);
+        assert_eq!(s.count, 4);
+        assert!(TIMING_BUCKET_BOUNDS_US.windows(2).all(|w| w[0] < w[1]));
     }
 }

@@ -384,18 +384,6 @@ fn fixed_ms(n: u32) -> Latency {
     Latency::Fixed(u64::from(n))
 }
 
-fn unavailable<T>(
-    section: &'static str,
-    provider: &str,
-    available: &'static str,
-) -> Result<T, EngineSetupError> {
-    Err(EngineSetupError::ProviderUnavailable {
-        section,
-        provider: provider.to_owned(),
-        available,
-    })
-}
-
 /// The key of a vendor section. The agent file check guarantees that a
 /// vendor section has its `api_key` resolved from the environment.
 fn api_key(
@@ -453,7 +441,7 @@ fn build_stt(
             };
             Ok(Arc::new(OpenAiTranscribe::new(key, options)))
         }
-        other => unavailable("stt", other.as_str(), "mock, deepgram, openai_transcribe"),
+        SttProvider::Local => crate::local_stt::build(agent),
     }
 }
 

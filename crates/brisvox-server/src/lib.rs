@@ -26,6 +26,7 @@ pub mod fd_limit;
 pub mod handler;
 pub mod http;
 pub mod local_tts;
+pub mod local_stt;
 pub mod logging;
 pub mod metrics;
 pub mod model_metrics;

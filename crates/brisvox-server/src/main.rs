@@ -61,7 +61,11 @@ fn serve(
     brisvox_server::logging::init(log.log_format);
     let settings = match &agent {
         Some(path) => AgentSettings::load(path, &process_env)?,
-        None => AgentSettings::mock_defaults(),
+        None => {
+            let mut defaults = AgentSettings::mock_defaults();
+            brisvox_server::local_stt::prefer_local_stt(&mut defaults);
+            defaults
+        }
     };
     if settings.uses_mock() {
         tracing::warn!("MOCK providers selected: no real speech recognition, LLM or voice");

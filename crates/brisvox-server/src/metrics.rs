@@ -3,12 +3,15 @@
 //! Gauges and counters the server updates itself (active calls, calls by
 //! outcome, refusals, dropped input frames) and histograms ready for the engine
 //! to feed (per-turn metrics in ms, pool queue depth, VAD batch size, output
-//! underruns).
+//! underruns). The model services' own counters and wait / run histograms
+//! are read at each scrape ([`crate::model_metrics`]).
 
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
     Registry, TextEncoder,
 };
+
+use crate::model_metrics::ModelStatsSource;
 
 /// Bucket bounds of the per-turn histograms, in ms.
 pub const TURN_MS_BUCKETS: [f64; 14] = [
@@ -69,6 +72,8 @@ pub struct ServerMetrics {
     pub audio_underruns_total: IntCounter,
     /// Caller frames dropped because the handler fell behind.
     pub input_frames_dropped_total: IntCounter,
+    /// The model services read at each scrape.
+    models: ModelStatsSource,
 }
 
 impl ServerMetrics {
@@ -112,6 +117,7 @@ impl ServerMetrics {
                 "brisvox_input_frames_dropped_total",
                 "Caller frames dropped because the call fell behind.",
             ),
+            models: ModelStatsSource::default(),
         };
         m.register_all();
         m
@@ -143,6 +149,12 @@ impl ServerMetrics {
         }
     }
 
+    /// Shows the counters of these model services too (read at each scrape).
+    pub fn with_models(mut self, models: ModelStatsSource) -> Self {
+        self.models = models;
+        self
+    }
+
     /// Records one finished turn's metrics (ms); unknown ones are `None`.
     pub fn observe_turn(&self, metrics: &brisvox_transport::brisvox_ws::TurnMetricsMs) {
         let values = [
@@ -168,7 +180,9 @@ impl ServerMetrics {
         TextEncoder::new()
             .encode(&self.registry.gather(), &mut buf)
             .unwrap_or_else(bug);
-        String::from_utf8(buf).unwrap_or_else(bug)
+        let mut text = String::from_utf8(buf).unwrap_or_else(bug);
+        self.models.render_into(&mut text);
+        text
     }
 }
 

@@ -244,6 +244,12 @@ impl VadService {
         }
     }
 
+    /// The pool the batches run on (for its own stats: batch jobs waiting,
+    /// their wait for a worker and their run times).
+    pub fn pool(&self) -> &InferencePool {
+        &self.inner.pool
+    }
+
     /// A snapshot of the counters.
     pub fn stats(&self) -> VadServiceStats {
         let c = &self.inner.counters;
