@@ -7,9 +7,12 @@
 #
 # Usage: bench/compare.sh [--runs R] [--modes "models no-models"] [--out DIR]
 # Environment (defaults in brackets):
-#   STEPS [1,2,4,8,16,32,64,128,256,512]   the ramp of concurrent calls
+#   STEPS [1,2,4,8,16,32,64,128,256,512]   the ramp of concurrent calls (Pipecat; brisvox with
+#       the models)
+#   STEPS_BRISVOX_NO_MODELS [STEPS,768,1024,1536,2048]   brisvox without the models (it passed 512)
 #   RES_BRISVOX [8] RES_PIPECAT [1]          bisection resolution (calls)
 #   MAX_RUN_S [300]                          no new step starts after this (one step is ~30 s)
+#   MAX_RUN_S_BRISVOX_NO_MODELS [600]        the same for brisvox without the models (longer ramp)
 #   FIXTURE_MODELS [fixtures/librivox_0870.wav]      (en_two_utterances' first utterance is
 #       scored incomplete by Smart Turn v3.2 on both systems: its answer runs into the second
 #       utterance, every call would have an unclean turn; bench/pipecat_baseline/README.md)
@@ -19,6 +22,8 @@
 #   LOAD_MAX [2.5]   wait up to 10 min for the 1-minute load average to fall below this
 #   MAX_CALLS [4096] brisvox's [limits] max_calls (see agent-<mode>.toml in the output)
 #   SKIP_BUILD [0]   1: use the existing target/release binaries
+# brisvox runs also read the server's /metrics before and after each step (--metrics-url:
+# Smart Turn and VAD queue waits, refused and dropped work, in each step's JSON and a column).
 # Every server binds 127.0.0.1 only and is stopped after its run (and on exit).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,12 +38,14 @@ while [ $# -gt 0 ]; do
     --runs) runs="$2"; shift 2 ;;
     --modes) modes="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
 out="${out:-bench/results/compare/$date_dir}"
 steps="${STEPS:-1,2,4,8,16,32,64,128,256,512}"
+steps_b_nomodels="${STEPS_BRISVOX_NO_MODELS:-$steps,768,1024,1536,2048}"
+max_run_s_b_nomodels="${MAX_RUN_S_BRISVOX_NO_MODELS:-600}"
 res_b="${RES_BRISVOX:-8}"
 res_p="${RES_PIPECAT:-1}"
 max_run_s="${MAX_RUN_S:-300}"
@@ -47,7 +54,7 @@ fx_nomodels="${FIXTURE_NO_MODELS:-fixtures/en_two_utterances.wav}"
 score="${SERVER_CORE:-0}"
 ccore="${CLIENT_CORE:-1}"
 port="${PORT:-18931}"
-command_line="bench/compare.sh --runs $runs --modes \"$modes\" (STEPS=$steps RES_BRISVOX=$res_b RES_PIPECAT=$res_p MAX_RUN_S=$max_run_s FIXTURE_MODELS=$fx_models FIXTURE_NO_MODELS=$fx_nomodels FLOOR_MS=${FLOOR_MS:-warm-up} MAX_CALLS=${MAX_CALLS:-4096})"
+command_line="bench/compare.sh --runs $runs --modes \"$modes\" (STEPS=$steps STEPS_BRISVOX_NO_MODELS=$steps_b_nomodels MAX_RUN_S_BRISVOX_NO_MODELS=$max_run_s_b_nomodels RES_BRISVOX=$res_b RES_PIPECAT=$res_p MAX_RUN_S=$max_run_s FIXTURE_MODELS=$fx_models FIXTURE_NO_MODELS=$fx_nomodels FLOOR_MS=${FLOOR_MS:-warm-up} MAX_CALLS=${MAX_CALLS:-4096})"
 
 case "$runs" in ''|*[!0-9]*) echo "--runs needs a number" >&2; exit 2 ;; esac
 [ "$runs" -ge 1 ] && [ "$runs" -le 10 ] || { echo "--runs must be 1..10" >&2; exit 2; }
@@ -120,10 +127,13 @@ wait_port() {
 
 run_one() { # system mode k
   local system="$1" mode="$2" k="$3" name="$1-$2-run$3" fixture res label
+  local run_steps="$steps" run_max_s="$max_run_s" metrics=()
   if [ "$mode" = models ]; then fixture="$fx_models"; else fixture="$fx_nomodels"; fi
   local log="$out/$name.server.log"
   if [ "$system" = brisvox ]; then
     res="$res_b"
+    metrics=(--metrics-url "http://127.0.0.1:$port/metrics")
+    if [ "$mode" = no-models ]; then run_steps="$steps_b_nomodels"; run_max_s="$max_run_s_b_nomodels"; fi
     label="brisvox serve --agent $out/agent-$mode.toml (bench/agents/mock-$mode.toml + max_calls = $max_calls) --bind 127.0.0.1:$port, taskset -c $score, release"
     setsid taskset -c "$score" target/release/brisvox serve --agent "$out/agent-$mode.toml" \
       --bind "127.0.0.1:$port" > "$log" 2>&1 &
@@ -141,10 +151,10 @@ run_one() { # system mode k
   fi
   local floor=(); [ -n "${FLOOR_MS:-}" ] && floor=(--floor-ms "$FLOOR_MS")
   echo "compare: $name: load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M:%S)" >&2
-  timeout --kill-after=10 "$((max_run_s + 300))" \
+  timeout --kill-after=10 "$((run_max_s + 300))" \
     taskset -c "$ccore" target/release/brisvox-bench capacity --url "ws://127.0.0.1:$port/call" \
-    --server-pid "$server_pid" --fixture "$fixture" --steps "$steps" --resolution "$res" \
-    --max-run-s "$max_run_s" --client-workers 1 "${floor[@]}" --label "$label" \
+    --server-pid "$server_pid" --fixture "$fixture" --steps "$run_steps" --resolution "$res" \
+    --max-run-s "$run_max_s" --client-workers 1 "${floor[@]}" "${metrics[@]}" --label "$label" \
     --out "$out/$name" || echo "compare: $name: capacity exited with $?" >&2
   stop_server
   # keep the log short in the repository: the last lines only

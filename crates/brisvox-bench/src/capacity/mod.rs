@@ -7,11 +7,16 @@
 //! [`crate::v2v::client`]). The ramp runs `--steps` in order and bisects between
 //! the largest passing and the smallest failing step down to `--resolution`
 //! ([`ramp`]). A step in which more than `--client-late-share` of the frames left
-//! more than 100 ms late and that is otherwise healthy is generator limited: the
-//! search ends with a lower bound. With `--server-pid` the server's process tree is
-//! sampled every 500 ms ([`probe`]). Every step has a time limit, the whole run
-//! one too, and only loopback URLs are accepted.
+//! more than 100 ms late is generator limited, whether or not it also failed (a
+//! generator that sends late also reads the replies late, so its V2V and turn
+//! verdicts are not the server's): the search ends with a lower bound. With `--server-pid` the server's process tree is
+//! sampled every 500 ms ([`probe`]). With `--metrics-url` the server's
+//! Prometheus counters are read before and after each step, and the step records
+//! what changed ([`metrics`]: model queue waits, refused and dropped work). Every
+//! step has a time limit, the whole run one too, and only loopback URLs are
+//! accepted.
 
+pub(crate) mod metrics;
 pub(crate) mod probe;
 pub(crate) mod ramp;
 
@@ -40,6 +45,7 @@ pub(crate) const USAGE: &str =
   --slo-over-floor-ms MS     p95 V2V limit above the floor (default 250)
   --client-late-share F      share of frames > 100 ms late that marks the generator (default 0.01)
   --server-pid PID           sample CPU, RSS and PSS of this process tree every 500 ms
+  --metrics-url URL          http://127.0.0.1:PORT/metrics: server counters before and after each step
   --response-window-ms MS    reply window after an end of speech (default 6000)
   --max-run-s S              the whole run stops after S seconds (default 900)
   --label TEXT               what was measured, in the report
@@ -59,6 +65,7 @@ struct CapacityArgs {
     slo_over_floor_ms: f64,
     client_late_share: f64,
     server_pid: Option<u32>,
+    metrics_url: Option<metrics::MetricsUrl>,
     max_run_s: u64,
     label: String,
     out: Option<PathBuf>,
@@ -80,6 +87,7 @@ fn parse(args: &[String]) -> Result<CapacityArgs, String> {
         slo_over_floor_ms: 250.0,
         client_late_share: 0.01,
         server_pid: None,
+        metrics_url: None,
         max_run_s: 900,
         label: String::new(),
         out: None,
@@ -106,6 +114,9 @@ fn parse(args: &[String]) -> Result<CapacityArgs, String> {
             "--slo-over-floor-ms" => a.slo_over_floor_ms = parse_num(flag, v)?,
             "--client-late-share" => a.client_late_share = parse_num(flag, v)?,
             "--server-pid" => a.server_pid = Some(parse_num(flag, v)?),
+            "--metrics-url" => {
+                a.metrics_url = Some(metrics::parse_url(v).map_err(|e| format!("{e}\n\n{USAGE}"))?)
+            }
             "--response-window-ms" => a.call.response_window_ms = parse_num(flag, v)?,
             "--max-run-s" => a.max_run_s = parse_num(flag, v)?,
             "--label" => a.label = v.clone(),
@@ -180,21 +191,18 @@ pub(crate) fn judge(
     let late = late_share > late_share_limit;
     let (outcome, name) = match (reasons.is_empty(), late) {
         (true, false) => (StepOutcome::Pass, "pass"),
-        (true, true) => {
-            reasons.push(format!(
-                "generator limited: {:.2} % of frames more than 100 ms late",
-                late_share * 100.0
-            ));
-            (StepOutcome::GeneratorLimited, "generator_limited")
-        }
-        (false, l) => {
-            if l {
-                reasons.push(format!(
-                    "also {:.2} % of frames more than 100 ms late",
+        (false, false) => (StepOutcome::Fail, "fail"),
+        (_, true) => {
+            // First, so the report's reason column leads with it; the failures
+            // seen at the same time follow.
+            reasons.insert(
+                0,
+                format!(
+                    "generator limited: {:.2} % of frames more than 100 ms late",
                     late_share * 100.0
-                ));
-            }
-            (StepOutcome::Fail, "fail")
+                ),
+            );
+            (StepOutcome::GeneratorLimited, "generator_limited")
         }
     };
     (
@@ -216,6 +224,8 @@ struct StepRecord {
     summary: Aggregate,
     server: Option<probe::ProbeSummary>,
     generator: Option<probe::ProbeSummary>,
+    /// The server's counters over the step (with `--metrics-url`).
+    server_metrics: Option<metrics::StepScrape>,
     calls: Vec<CallRecord>,
 }
 
@@ -351,18 +361,22 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
             stopped = "run time limit (--max-run-s) reached";
             break;
         }
+        let scrape_before = a.metrics_url.as_ref().map(metrics::scrape);
         let server = a.server_pid.map(probe::Sampler::start);
         let generator = probe::Sampler::start(std::process::id());
         let t0 = Instant::now();
         let (calls, timed_out) = rt.block_on(run_step(&a, &fx, n, steps.len()));
         let wall_s = t0.elapsed().as_secs_f64();
+        let server_metrics = scrape_before
+            .zip(a.metrics_url.as_ref().map(metrics::scrape))
+            .map(|(before, after)| metrics::StepScrape::of(before, after));
         let server = server.and_then(|s| probe::summarize(&s.stop()));
         let generator = probe::summarize(&generator.stop());
         let summary = Aggregate::of(&calls);
         let (outcome, verdict) = judge(&summary, limit_ms, a.client_late_share);
         ramp.record(n, outcome);
         eprintln!(
-            "step {n}: {} p95 {} ms, {} failed, {} unclean{}{}",
+            "step {n}: {} p95 {} ms, {} failed, {} unclean{}{}{}",
             verdict.outcome,
             summary
                 .v2v_ms
@@ -373,6 +387,14 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
                 ", server {:.2} cores, RSS {:.0} MB",
                 s.cpu_cores, s.rss_peak_mb
             )),
+            server_metrics
+                .as_ref()
+                .and_then(|m| m.metrics.as_ref())
+                .and_then(|m| m.smart_turn_wait_ms)
+                .map_or(String::new(), |w| format!(
+                    ", Smart Turn wait p50 {:.1} / p95 {:.1} ms over {}",
+                    w.p50, w.p95, w.count
+                )),
             if verdict.reasons.is_empty() {
                 String::new()
             } else {
@@ -387,6 +409,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
             summary,
             server,
             generator,
+            server_metrics,
             calls,
         });
     }
@@ -416,6 +439,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
             "slo_over_floor_ms": a.slo_over_floor_ms, "client_late_share": a.client_late_share,
             "late_frame_ms": 100, "response_window_ms": a.call.response_window_ms,
             "server_pid": a.server_pid, "max_run_s": a.max_run_s, "client_workers": a.client_workers,
+            "metrics_url": a.metrics_url.as_ref().map(|u| format!("http://{}{}", u.authority, v2v::redact(&u.path))),
         },
         "floor_ms": floor_ms,
         "floor_source": floor_source,
@@ -449,18 +473,27 @@ fn markdown(
         a.rounds,
         a.spread_ms
     ));
+    if let Some(u) = &a.metrics_url {
+        s.push_str(&format!(
+            "- server metrics: http://{}{} read before and after each step (waits for an inference thread: quantiles from the histogram buckets over the step, interpolated inside a bucket)\n\n",
+            u.authority,
+            v2v::redact(&u.path)
+        ));
+    }
     s.push_str(&format!(
         "result: largest passing step {}, smallest failing step {}, generator limited at {} ({})\n\n",
         result["largest_passing_step"], result["smallest_failing_step"], result["generator_limited_at"], result["stopped"]
     ));
-    s.push_str("| calls at once | verdict | answered | unclean | failed calls | p50 | p95 | p99 | max | send late max / p99 (ms) | frames > 100 ms late | server cores | server RSS before / peak (MB) | server PSS before / peak (MB) | generator cores | reasons |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| calls at once | verdict | answered | unclean | failed calls | p50 | p95 | p99 | max | send late max / p99 (ms) | frames > 100 ms late | server cores | server RSS before / peak (MB) | server PSS before / peak (MB) | generator cores | Smart Turn verdicts / wait p50 / p95 (ms) | VAD batch wait p50 / p95 (ms) | Smart Turn refused / timed out / cancelled; VAD windows refused; frames dropped | reasons |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for st in steps {
         let v = st.summary.v2v_ms;
         let f = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.1}"));
         let srv = st.server;
+        let [turn, vad, lost] =
+            metrics::cells(st.server_metrics.as_ref().and_then(|m| m.metrics.as_ref()));
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} / {:.1} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} / {:.1} | {} | {} | {} | {} | {} | {turn} | {vad} | {lost} | {} |\n",
             st.calls_at_once,
             st.verdict.outcome,
             st.summary.outcomes.get("answered").copied().unwrap_or(0),
@@ -530,17 +563,22 @@ mod tests {
     }
 
     #[test]
-    fn late_frames_mark_the_generator_only_on_an_otherwise_healthy_step() {
+    fn late_frames_mark_the_generator_even_on_a_failing_step() {
         let late_ok = Aggregate::of(&[call(&[900.0], 2, false)]);
         let (o, v) = judge(&late_ok, 1200.0, 0.01);
         assert_eq!(o, StepOutcome::GeneratorLimited);
         assert!(v.reasons[0].contains("generator limited"));
         let one_late = Aggregate::of(&[call(&[900.0], 1, false)]);
         assert_eq!(judge(&one_late, 1200.0, 0.01).0, StepOutcome::Pass);
+        // Late and slow: the slow replies may be the generator's own lateness.
         let late_slow = Aggregate::of(&[call(&[1300.0], 5, false)]);
         let (o, v) = judge(&late_slow, 1200.0, 0.01);
-        assert_eq!(o, StepOutcome::Fail);
-        assert!(v.reasons.iter().any(|r| r.contains("late")));
+        assert_eq!(o, StepOutcome::GeneratorLimited);
+        assert!(v.reasons[0].contains("generator limited"));
+        assert!(v.reasons.iter().any(|r| r.contains("p95 V2V")));
+        // Slow without late frames is the server's.
+        let slow = Aggregate::of(&[call(&[1300.0], 1, false)]);
+        assert_eq!(judge(&slow, 1200.0, 0.01).0, StepOutcome::Fail);
     }
 
     #[test]
