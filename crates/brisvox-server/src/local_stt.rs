@@ -24,6 +24,9 @@ use crate::engine::EngineSetupError;
 /// Whether this build has the local recognizer (the cargo feature `local-stt`).
 pub const BUILT: bool = cfg!(feature = "local-stt");
 
+/// What a build without the feature offers instead, and how to get it.
+const NOT_BUILT_AVAILABLE: &str = "mock, deepgram, openai_transcribe; `local` needs a binary built with the cargo feature `local-stt` (scripts/run.sh builds one)";
+
 /// The Whisper model folder for `agent`: `[stt.local] model_path`, else
 /// `whisper-tiny.en` in the first models folder that has one (the same search
 /// as the other models: `BRISVOX_MODELS_DIR`, or `models/` above the current
@@ -75,9 +78,20 @@ pub fn prefer_local_stt(agent: &mut AgentSettings) {
 }
 
 /// Builds the local STT provider, loading the model (blocking: at startup).
+///
+/// Without the cargo feature this is [`EngineSetupError::ProviderUnavailable`]
+/// naming the feature and `scripts/run.sh`; a language other than English or
+/// an incomplete model folder is [`EngineSetupError::LocalProgram`].
 pub fn build(
     agent: &AgentSettings,
 ) -> Result<Arc<dyn brisvox_providers::SttProvider>, EngineSetupError> {
+    if !BUILT {
+        return Err(EngineSetupError::ProviderUnavailable {
+            section: "stt",
+            provider: SttProvider::Local.as_str().to_owned(),
+            available: NOT_BUILT_AVAILABLE,
+        });
+    }
     if let Some(reason) = unavailable_because(agent) {
         return Err(EngineSetupError::LocalProgram { reason });
     }
@@ -104,6 +118,7 @@ fn load(
 fn load(
     _agent: &AgentSettings,
 ) -> Result<Arc<dyn brisvox_providers::SttProvider>, EngineSetupError> {
+    // Unreachable in practice: `build` refuses first when the feature is off.
     Err(EngineSetupError::LocalProgram {
         reason: LocalSttError::NotBuilt.to_string(),
     })
