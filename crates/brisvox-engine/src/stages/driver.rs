@@ -166,6 +166,7 @@ impl TurnDriver {
     pub(crate) async fn run(mut self) -> DriverOutcome {
         loop {
             self.run_actions().await;
+            self.drop_stale_analysis();
             if self.end.is_some() {
                 break;
             }
@@ -419,6 +420,21 @@ impl TurnDriver {
         early.started(speech_end, samples_at, service.analyze(snapshot));
     }
 
+    /// Drops the analysis in flight once the machine no longer waits for its
+    /// verdict (the caller spoke again, the turn ended by another rule). An
+    /// analysis still queued is then cancelled and never takes the executor's
+    /// thread: under a burst of ends of turn the queue holds many such analyses
+    /// (a pause inside a sentence is a stop too), and each costs 25-30 ms of CPU.
+    fn drop_stale_analysis(&mut self) {
+        if self
+            .analysis
+            .as_ref()
+            .is_some_and(|(stop, _)| !self.machine.awaits_verdict(*stop))
+        {
+            self.analysis = None;
+        }
+    }
+
     fn early_running(&mut self) -> bool {
         self.early.as_mut().is_some_and(|e| e.running().is_some())
     }
@@ -468,5 +484,107 @@ async fn early_running(early: &mut Option<EarlyAnalysis>) -> Result<ModelVerdict
     match early.as_mut().and_then(EarlyAnalysis::running) {
         Some(pending) => pending.await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use brisvox_core::timeline::TimelineRecorder;
+    use brisvox_models::pool::{InferencePool, PoolConfig, Priority};
+    use brisvox_models::runtime::models_required;
+    use brisvox_models::smart_turn::{SmartTurn, SmartTurnConfig};
+
+    use super::*;
+    use crate::turn::TurnConfig;
+
+    async fn send(tx: &mpsc::Sender<DriverInput>, input: DriverInput) {
+        tx.send(input).await.expect("the driver runs");
+        // Lets the driver take the input and run its actions.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    /// The caller pauses (a stop: an analysis is queued behind a busy executor)
+    /// and speaks again before it starts: the analysis is dropped and the
+    /// executor cancels it instead of running it.
+    #[tokio::test(start_paused = true)]
+    async fn an_analysis_for_a_stop_the_caller_spoke_over_is_never_run() {
+        let model = match SmartTurn::load(SmartTurnConfig::default()) {
+            Ok(model) => Arc::new(model),
+            Err(e) if !models_required() => {
+                eprintln!("skipped: Smart Turn not available ({e})");
+                return;
+            }
+            Err(e) => panic!("models required but Smart Turn not loadable: {e}"),
+        };
+        let pool = InferencePool::new(PoolConfig {
+            threads: 1,
+            ..PoolConfig::named("stale-test")
+        });
+        // Holds the executor's one thread until the test lets it go.
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
+        pool.submit_detached(Priority::Normal, None, move || {
+            let _ = started_tx.send(());
+            let _ = held.recv();
+        })
+        .expect("an empty pool takes a job");
+        started
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the pool starts the holding job");
+        let (tx, inbox) = mpsc::channel(16);
+        let (llm, _llm_rx) = mpsc::channel(16);
+        let (finalize, _finalize_rx) = mpsc::channel(16);
+        let (floor, _floor_rx) = watch::channel(Epoch(0));
+        let driver = TurnDriver::new(DriverParts {
+            machine: TurnMachine::new(TurnConfig::default(), now()),
+            inbox,
+            timeline: Arc::new(Mutex::new(TimelineRecorder::new())),
+            floor,
+            llm,
+            finalize,
+            verdicts: VerdictSource::Service(SmartTurnService::with_pool(model, pool.clone())),
+            ring: Some(Arc::new(Mutex::new(SmartTurnRing::new()))),
+            events: EventSink::none(),
+            early_analysis: None,
+        });
+        let task = tokio::spawn(driver.run());
+
+        let t0 = now();
+        let start = |at: Instant| DriverInput::SpeechStart {
+            at,
+            decided: at + Duration::from_millis(64),
+        };
+        send(&tx, start(t0)).await;
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let decided = now();
+        let stop = DriverInput::SpeechEnd {
+            speech_end: decided - Duration::from_millis(100),
+            decided,
+        };
+        send(&tx, stop).await;
+        assert_eq!(pool.stats().queued_normal, 1, "the analysis waits");
+        send(&tx, start(now())).await;
+
+        release.send(()).expect("the holding job waits");
+        // The pool's thread runs on the wall clock, not tokio's paused one.
+        #[allow(clippy::disallowed_methods)]
+        let waited = std::time::Instant::now();
+        while pool.stats().completed + pool.stats().cancelled < 2 {
+            assert!(
+                waited.elapsed() < Duration::from_secs(10),
+                "{:?}",
+                pool.stats()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let stats = pool.stats();
+        assert_eq!(stats.cancelled, 1, "{stats:?}");
+        assert_eq!(stats.completed, 1, "only the holding job ran: {stats:?}");
+
+        send(&tx, DriverInput::Hangup).await;
+        let outcome = task.await.expect("the driver ends");
+        assert_eq!(outcome.counters.stale_verdicts, 0);
     }
 }

@@ -256,6 +256,14 @@ impl TurnMachine {
 
     // ----- getters -----
 
+    /// Whether a verdict for `stop` would still be used: the caller is paused at
+    /// that stop. Once they speak again or the turn ends, it is stale (and
+    /// [`handle_verdict`](Self::handle_verdict) would only count it), so an
+    /// analysis still running for it can be dropped.
+    pub fn awaits_verdict(&self, stop: StopId) -> bool {
+        self.state == TurnState::UserPaused && self.turn.stop == Some(stop)
+    }
+
     /// The current state.
     pub fn state(&self) -> TurnState {
         self.state
@@ -365,7 +373,7 @@ impl TurnMachine {
 
     /// The end-of-turn model's verdict for `stop`.
     pub fn handle_verdict(&mut self, now: Instant, stop: StopId, verdict: Verdict) {
-        if self.state != TurnState::UserPaused || self.turn.stop != Some(stop) {
+        if !self.awaits_verdict(stop) {
             self.counters.stale_verdicts += 1;
             return;
         }

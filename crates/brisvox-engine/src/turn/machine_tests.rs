@@ -292,6 +292,27 @@ fn a_verdict_for_an_older_stop_is_ignored() {
 }
 
 #[test]
+fn a_verdict_is_awaited_only_while_the_caller_is_paused_at_its_stop() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    let first = d.last_stop().unwrap();
+    assert!(d.m.awaits_verdict(first));
+    d.speech(1150, 1214);
+    assert!(!d.m.awaits_verdict(first), "the caller went on");
+    d.stop(2000, 2100);
+    let second = d.last_stop().unwrap();
+    assert!(d.m.awaits_verdict(second));
+    assert!(!d.m.awaits_verdict(first));
+    // One final per finalize (one per stop), then the verdict ends the turn.
+    d.final_(2200, "a");
+    d.final_(2250, "b");
+    d.verdict(2300, COMPLETE);
+    assert_ne!(d.m.state(), TurnState::UserPaused);
+    assert!(!d.m.awaits_verdict(second), "the turn ended");
+}
+
+#[test]
 fn fixed_silence_counts_from_the_backdated_stop() {
     let mut d = Driver::new(fixed(450));
     d.speech(100, 164);
