@@ -37,7 +37,9 @@ phase test
 cargo test --workspace --locked
 
 phase browser
-tests/browser/run.sh
+# The brisvox binary cargo test has just built (its integration tests run it):
+# `cargo build -p brisvox-server` would rebuild crates with other features.
+BRISVOX_BIN="${CARGO_TARGET_DIR:-target}/debug/brisvox" tests/browser/run.sh
 
 phase ""
 echo "test.sh: all phases passed in ${SECONDS}s"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The browser test (scripts/test.sh runs it after cargo test): builds `brisvox`
-# (debug, the build `cargo test` already made, so it costs little;
-# BRISVOX_PROFILE=release for a release build; BRISVOX_BIN to skip the build),
+# The browser test (scripts/test.sh runs it after cargo test, with BRISVOX_BIN
+# set to the binary cargo test built). Without BRISVOX_BIN it builds `brisvox`
+# (debug; BRISVOX_PROFILE=release for a release build),
 # sets up chromium/node/playwright-core if needed (setup.sh), then drives the
 # demo page in headless chromium with a fake microphone (demo.mjs). Bounded by
 # BROWSER_TEST_TIMEOUT_S (default 180 s). The screenshot and the fake
@@ -19,6 +19,8 @@ if [ -z "${BRISVOX_BIN:-}" ]; then
   timeout 3600 cargo build --locked "${flag[@]}" -p brisvox-server --bin brisvox
   BRISVOX_BIN="$target/$profile/brisvox"
 fi
+[ -x "$BRISVOX_BIN" ] || { echo "browser test: no server binary at $BRISVOX_BIN" >&2; exit 1; }
+BRISVOX_BIN="$(cd "$(dirname "$BRISVOX_BIN")" && pwd)/$(basename "$BRISVOX_BIN")"
 export BRISVOX_BIN
 start=$SECONDS
 # SIGTERM at the limit (demo.mjs then stops the server and exits), SIGKILL 15 s later.
