@@ -34,11 +34,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// The call handler, the admission guard and the model counters.
+type CallEngine = (
+    Arc<dyn CallHandler>,
+    Box<dyn PoolPressure>,
+    ModelStatsSource,
+);
+
 /// The call engine and the admission guard over its VAD queue. Loads the
 /// models (blocking: before the runtime starts).
-fn call_handler(
-    settings: &AgentSettings,
-) -> anyhow::Result<(Arc<dyn CallHandler>, Box<dyn PoolPressure>, ModelStatsSource)> {
+fn call_handler(settings: &AgentSettings) -> anyhow::Result<CallEngine> {
     let handler = EngineCallHandler::new(settings)?;
     let model_stats = handler.model_stats();
     let pressure = handler
@@ -68,7 +73,12 @@ fn serve(
         }
     };
     if settings.uses_mock() {
-        tracing::warn!("MOCK providers selected: no real speech recognition, LLM or voice");
+        tracing::warn!(
+            stt = settings.stt.provider.as_str(),
+            llm = settings.llm.provider.as_str(),
+            tts = settings.tts.provider.as_str(),
+            "MOCK providers selected: the mock ones recognise no speech, write canned answers or play tones"
+        );
     }
     let bind = match bind {
         Some(b) => b,
