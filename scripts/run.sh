@@ -9,9 +9,9 @@
 #    long, see bench/results/local-stt.md); without cmake it builds without the
 #    feature and says so (BRISVOX_LOCAL_STT=0 skips the feature too);
 # 3. runs `brisvox serve` with the given arguments. With no agent file it uses
-#    the local Whisper STT when built with it (else a mock STT), mock LLM and
-#    TTS (no keys needed) and the real Silero VAD and Smart Turn models, on
-#    127.0.0.1:8080: /call, /twilio, /healthz, /readyz, /metrics.
+#    the local Whisper STT when built with it (else a mock STT), the local
+#    rules agent and voice (no keys needed) and the real Silero VAD and Smart Turn models, on
+#    0.0.0.0:8080: / (the demo page), /call, /twilio, /healthz, /readyz, /metrics.
 #
 # Usage: scripts/run.sh [--agent FILE] [--bind ADDR] [--log-format text|json]
 set -euo pipefail

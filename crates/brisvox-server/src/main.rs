@@ -66,11 +66,7 @@ fn serve(
     brisvox_server::logging::init(log.log_format);
     let settings = match &agent {
         Some(path) => AgentSettings::load(path, &process_env)?,
-        None => {
-            let mut defaults = AgentSettings::mock_defaults();
-            brisvox_server::local_stt::prefer_local_stt(&mut defaults);
-            defaults
-        }
+        None => brisvox_server::local_defaults::local_demo_defaults(),
     };
     if settings.uses_mock() {
         tracing::warn!(
