@@ -52,6 +52,8 @@ fn batch_transcription_is_built_with_or_without_a_key() {
     }
 }
 
+// With the feature the local STT is available and this provider is built.
+#[cfg(not(feature = "local-stt"))]
 #[test]
 fn a_provider_this_build_cannot_run_is_named_in_the_error() {
     let a = agent("[stt]\nprovider = \"local\"\n[stt.local]\nmodel_path = \"x\"");
