@@ -64,7 +64,28 @@ def bottleneck(data):
             kinds.append("no answered turn")
         elif "late" in x:
             kinds.append("generator late frames")
-    return "%s at %d calls (%s)" % (", ".join(kinds) or "fail", fail, "; ".join(reasons))
+    text = "%s at %d calls (%s)" % (", ".join(kinds) or "fail", fail, "; ".join(reasons))
+    return text + failing_step_context(st)
+
+
+def failing_step_context(st):
+    """What the server did during the failing step: its CPU and, where the server
+    publishes them (brisvox's /metrics via capacity --metrics-url), the model queues."""
+    if not st:
+        return ""
+    parts = []
+    srv = st.get("server")
+    if srv and srv.get("cpu_cores") is not None:
+        parts.append("server %.2f cores over the step" % srv["cpu_cores"])
+    m = ((st.get("server_metrics") or {}).get("metrics")) or {}
+    wait = m.get("smart_turn_wait_ms")
+    if wait and wait.get("count"):
+        parts.append("Smart Turn queue wait p50 %.0f / p95 %.0f ms over %d analyses"
+                     % (wait["p50"], wait["p95"], wait["count"]))
+    vad = m.get("vad_wait_ms")
+    if vad and vad.get("count"):
+        parts.append("VAD wait p95 %.1f ms" % vad["p95"])
+    return "; " + ", ".join(parts) if parts else ""
 
 
 def per_run(data):
