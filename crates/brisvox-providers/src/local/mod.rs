@@ -11,6 +11,7 @@
 //!   threads, over a [`Recognizer`]; with the cargo feature `local-stt`,
 //!   [`WhisperRecognizer`] (Whisper tiny.en through CTranslate2).
 
+mod chunk_session;
 mod llm;
 pub mod phonemes;
 mod piper;

@@ -15,17 +15,16 @@
 //! voice stops a running model at once), and no event of a retired context is
 //! ever read (the session filters them).
 
-use std::collections::VecDeque;
 use std::fmt;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use tokio::sync::mpsc;
+
+use super::chunk_session::{ChunkSpeaker, Job, send_audio, spawn_session};
 use super::phonemes;
 use super::tts::{ESPEAK_PACKAGE, LocalTtsError};
-use crate::tts::{TTS_INPUT_CAPACITY, TtsBackend, TtsInput};
 use crate::{BoxFuture, ContextId, ProviderError, TtsConfig, TtsEvent, TtsProvider, TtsSession};
 
 /// A voice that speaks phonemes (espeak-ng IPA with Piper's punctuation).
@@ -165,172 +164,44 @@ impl TtsProvider for PiperTts {
                     reason: "the local Piper voice needs an output rate above 0 Hz".into(),
                 });
             }
-            let (session, backend) = TtsSession::channel();
-            let actor = SessionActor {
-                backend,
+            Ok(spawn_session(PiperSpeaker {
                 provider: self.clone(),
                 rate_hz: config.sample_rate_hz,
-                pending: VecDeque::with_capacity(TTS_INPUT_CAPACITY),
-                failed: None,
-            };
-            tokio::spawn(actor.run());
-            Ok(session)
+            }))
         })
     }
 }
 
-/// One queued piece of a context's work.
-#[derive(Debug)]
-enum Work {
-    Speak(ContextId, String),
-    Done(ContextId),
-}
-
-impl Work {
-    fn ctx(&self) -> ContextId {
-        match self {
-            Work::Speak(ctx, _) | Work::Done(ctx) => *ctx,
-        }
-    }
-}
-
-/// A job: one chunk phonemised, synthesised and sent.
-type Job = Pin<Box<dyn Future<Output = Result<(), ProviderError>> + Send>>;
-
-/// Runs the current job, if any (never ends without one).
-///
-/// # Cancel safety
-///
-/// Cancel safe: the job stays in `job` and resumes on the next call.
-async fn poll_job(job: &mut Option<(ContextId, Job)>) -> Result<(), ProviderError> {
-    match job {
-        Some((_, j)) => j.as_mut().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The task behind one session.
-struct SessionActor {
-    backend: TtsBackend,
+/// Speaks a session's chunks with the voice, at the session's rate.
+struct PiperSpeaker {
     provider: PiperTts,
     rate_hz: u32,
-    /// Work not started yet, in order; bounded by [`TTS_INPUT_CAPACITY`].
-    pending: VecDeque<Work>,
-    /// The newest context that failed: its remaining work is skipped.
-    failed: Option<ContextId>,
 }
 
-impl SessionActor {
-    async fn run(mut self) {
-        let mut job: Option<(ContextId, Job)> = None;
-        let mut input_open = true;
-        loop {
-            if job.is_none() {
-                job = self.next_job().await;
-            }
-            if job.is_none() && !input_open {
-                break;
-            }
-            let room = self.pending.len() < TTS_INPUT_CAPACITY;
-            tokio::select! {
-                biased;
-                () = self.backend.cancels.cancelled() => self.on_cancel(&mut job),
-                input = self.backend.input.recv(), if input_open && room => match input {
-                    Some(TtsInput::Close) => {
-                        self.pending.clear();
-                        self.drop_job(&mut job);
-                        input_open = false;
-                    }
-                    None => input_open = false,
-                    Some(other) => self.on_input(other),
-                },
-                result = poll_job(&mut job), if job.is_some() => {
-                    if let (Some((ctx, _)), Err(error)) = (job.take(), result) {
-                        self.failed = Some(ctx);
-                        let event = TtsEvent::Error { ctx: Some(ctx), error };
-                        let _ = self.backend.events.send(event).await;
-                    }
-                }
-            }
-        }
-        let _ = self.backend.events.send(TtsEvent::Closed).await;
-    }
-
-    fn on_input(&mut self, input: TtsInput) {
-        match input {
-            TtsInput::Text { ctx, text } if !text.trim().is_empty() => {
-                self.pending.push_back(Work::Speak(ctx, text));
-            }
-            TtsInput::Flush(ctx) => self.pending.push_back(Work::Done(ctx)),
-            _ => {}
-        }
-    }
-
-    fn drop_job(&self, job: &mut Option<(ContextId, Job)>) {
-        if job.take().is_some() {
-            self.provider
-                .counters
-                .cancelled
-                .fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    /// Drops the retired contexts' waiting work and the running job if its
-    /// context is retired.
-    fn on_cancel(&mut self, job: &mut Option<(ContextId, Job)>) {
-        let cancels = &self.backend.cancels;
-        self.pending.retain(|w| !cancels.is_cancelled(w.ctx()));
-        if job
-            .as_ref()
-            .is_some_and(|(ctx, _)| cancels.is_cancelled(*ctx))
-        {
-            self.drop_job(job);
-        }
-    }
-
-    /// The next job, skipping retired and failed contexts; sends `Done`s.
-    async fn next_job(&mut self) -> Option<(ContextId, Job)> {
-        while let Some(work) = self.pending.pop_front() {
-            let ctx = work.ctx();
-            if self.backend.cancels.is_cancelled(ctx) || self.failed == Some(ctx) {
-                continue;
-            }
-            match work {
-                Work::Done(ctx) => {
-                    let done = TtsEvent::Done { ctx };
-                    if self.backend.events.send(done).await.is_err() {
-                        return None;
-                    }
-                }
-                Work::Speak(ctx, text) => return Some((ctx, self.job(ctx, text))),
-            }
-        }
-        None
-    }
-
-    fn job(&self, ctx: ContextId, text: String) -> Job {
+impl ChunkSpeaker for PiperSpeaker {
+    /// Phonemises the chunk, then synthesises and sends it sentence by
+    /// sentence (the first audio leaves as soon as the first sentence is done).
+    fn job(&self, ctx: ContextId, text: String, events: mpsc::Sender<TtsEvent>) -> Job {
         let provider = self.provider.clone();
-        let events = self.backend.events.clone();
         let rate = self.rate_hz;
         provider.counters.started.fetch_add(1, Ordering::Relaxed);
         Box::pin(async move {
             let sentences = provider.phonemize(&text).await?;
-            let chunk = (rate as usize * provider.config.chunk_ms.max(1) as usize / 1000).max(1);
             for phonemes in sentences {
                 let samples = provider.voice.speak(&phonemes, rate).await?;
                 provider.counters.spoken.fetch_add(1, Ordering::Relaxed);
-                for piece in samples.chunks(chunk) {
-                    let event = TtsEvent::Audio {
-                        ctx,
-                        samples: piece.to_vec(),
-                        sample_rate_hz: rate,
-                    };
-                    if events.send(event).await.is_err() {
-                        return Ok(()); // the engine is gone
-                    }
+                if !send_audio(&events, ctx, &samples, rate, provider.config.chunk_ms).await {
+                    return Ok(()); // the engine is gone
                 }
             }
             Ok(())
         })
+    }
+
+    fn dropped(&self) {
+        self.provider
+            .counters
+            .cancelled
+            .fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -13,17 +13,15 @@
 //! process if its context is retired and drops the retired contexts' waiting
 //! text.
 
-use std::collections::VecDeque;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::io::AsyncWriteExt;
+use tokio::sync::mpsc;
 
-use crate::tts::{TTS_INPUT_CAPACITY, TtsBackend, TtsInput};
+use super::chunk_session::{ChunkSpeaker, Job, send_audio, spawn_session};
 use crate::{BoxFuture, ContextId, ProviderError, TtsConfig, TtsEvent, TtsProvider, TtsSession};
 
 /// The Debian package that provides the `espeak-ng` program.
@@ -223,17 +221,11 @@ impl TtsProvider for EspeakTts {
                 .as_deref()
                 .unwrap_or(&self.config.voice)
                 .to_owned();
-            let (session, backend) = TtsSession::channel();
-            let actor = SessionActor {
-                backend,
+            Ok(spawn_session(EspeakSpeaker {
                 config: self.config.clone(),
                 counters: self.counters.clone(),
                 voice: Arc::from(voice),
-                pending: VecDeque::with_capacity(TTS_INPUT_CAPACITY),
-                failed: None,
-            };
-            tokio::spawn(actor.run());
-            Ok(session)
+            }))
         })
     }
 }
@@ -313,158 +305,23 @@ impl Drop for KillCounter<'_> {
     }
 }
 
-/// Runs the current job, if any (never ends without one).
-///
-/// # Cancel safety
-///
-/// Cancel safe: the job stays in `job` and resumes on the next call.
-async fn poll_job(job: &mut Option<(ContextId, Job)>) -> Result<(), LocalTtsError> {
-    match job {
-        Some((_, j)) => j.as_mut().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// One queued piece of a context's work.
-#[derive(Debug)]
-enum Work {
-    Speak(ContextId, String),
-    Done(ContextId),
-}
-
-impl Work {
-    fn ctx(&self) -> ContextId {
-        match self {
-            Work::Speak(ctx, _) | Work::Done(ctx) => *ctx,
-        }
-    }
-}
-
-/// A job: one chunk spoken and its audio sent.
-type Job = Pin<Box<dyn Future<Output = Result<(), LocalTtsError>> + Send>>;
-
-/// The task behind one session.
-struct SessionActor {
-    backend: TtsBackend,
+/// Speaks a session's chunks, one espeak-ng process each.
+struct EspeakSpeaker {
     config: Arc<EspeakConfig>,
     counters: Arc<Counters>,
     voice: Arc<str>,
-    /// Work not started yet, in order; bounded by [`TTS_INPUT_CAPACITY`] (the
-    /// input queue is not read while it is full).
-    pending: VecDeque<Work>,
-    /// The newest context that failed: its remaining work is skipped.
-    failed: Option<ContextId>,
 }
 
-impl SessionActor {
-    async fn run(mut self) {
-        let mut job: Option<(ContextId, Job)> = None;
-        let mut input_open = true;
-        loop {
-            if job.is_none() {
-                job = self.next_job().await;
-            }
-            if job.is_none() && !input_open {
-                break;
-            }
-            let room = self.pending.len() < TTS_INPUT_CAPACITY;
-            tokio::select! {
-                biased;
-                () = self.backend.cancels.cancelled() => {
-                    self.on_cancel(&mut job);
-                }
-                input = self.backend.input.recv(), if input_open && room => {
-                    match input {
-                        // Close: stop now, as the trait says. The senders
-                        // gone: nothing more comes; finish what is queued.
-                        Some(TtsInput::Close) => {
-                            self.pending.clear();
-                            job = None; // kills a running process
-                            input_open = false;
-                        }
-                        None => input_open = false,
-                        Some(other) => self.on_input(other),
-                    }
-                }
-                result = poll_job(&mut job), if job.is_some() => {
-                    if let (Some((ctx, _)), Err(error)) = (job.take(), result) {
-                        self.failed = Some(ctx);
-                        let _ = self.backend.events.send(TtsEvent::Error { ctx: Some(ctx), error: error.into() }).await;
-                    }
-                }
-            }
-        }
-        let _ = self.backend.events.send(TtsEvent::Closed).await;
-    }
-
-    fn on_input(&mut self, input: TtsInput) {
-        match input {
-            TtsInput::Text { ctx, text } if !text.trim().is_empty() => {
-                self.pending.push_back(Work::Speak(ctx, text));
-            }
-            TtsInput::Flush(ctx) => self.pending.push_back(Work::Done(ctx)),
-            // A start needs no work; empty text says nothing; Close is handled by the caller.
-            _ => {}
-        }
-    }
-
-    /// Drops the retired contexts' waiting work and kills the running job if
-    /// its context is retired.
-    fn on_cancel(&mut self, job: &mut Option<(ContextId, Job)>) {
-        let cancels = &self.backend.cancels;
-        self.pending.retain(|w| !cancels.is_cancelled(w.ctx()));
-        if job
-            .as_ref()
-            .is_some_and(|(ctx, _)| cancels.is_cancelled(*ctx))
-        {
-            *job = None; // drops the child: kill_on_drop
-        }
-    }
-
-    /// The next job to run, skipping retired and failed contexts. A `Done` is
-    /// sent here (it needs no process).
-    async fn next_job(&mut self) -> Option<(ContextId, Job)> {
-        while let Some(work) = self.pending.pop_front() {
-            let ctx = work.ctx();
-            if self.backend.cancels.is_cancelled(ctx) || self.failed == Some(ctx) {
-                continue;
-            }
-            match work {
-                Work::Done(ctx) => {
-                    if self
-                        .backend
-                        .events
-                        .send(TtsEvent::Done { ctx })
-                        .await
-                        .is_err()
-                    {
-                        return None;
-                    }
-                }
-                Work::Speak(ctx, text) => return Some((ctx, self.job(ctx, text))),
-            }
-        }
-        None
-    }
-
-    fn job(&self, ctx: ContextId, text: String) -> Job {
+impl ChunkSpeaker for EspeakSpeaker {
+    /// Dropping the job kills its process (`kill_on_drop`).
+    fn job(&self, ctx: ContextId, text: String, events: mpsc::Sender<TtsEvent>) -> Job {
         let config = self.config.clone();
         let counters = self.counters.clone();
         let voice = self.voice.clone();
-        let events = self.backend.events.clone();
         Box::pin(async move {
             let (samples, rate) = synthesize(&config, &counters, &text, &voice).await?;
-            let chunk = (rate as usize * config.chunk_ms.max(1) as usize / 1000).max(1);
-            for piece in samples.chunks(chunk) {
-                let event = TtsEvent::Audio {
-                    ctx,
-                    samples: piece.to_vec(),
-                    sample_rate_hz: rate,
-                };
-                if events.send(event).await.is_err() {
-                    break; // the engine is gone; the session ends with its input
-                }
-            }
+            // The engine gone, the session ends with its input.
+            send_audio(&events, ctx, &samples, rate, config.chunk_ms).await;
             Ok(())
         })
     }
