@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Measures a caller's turn through the local demo's providers: local Whisper
+# tiny.en STT, the built-in rules agent and the local voice, with the real
+# Silero VAD and Smart Turn (bench/agents/local-demo.toml, no greeting), over
+# the /call websocket with brisvox-bench v2v. Writes bench/results/v2v-local-demo.{md,json}.
+#
+# Needs the binary built with the local STT (scripts/run.sh builds one):
+#   BRISVOX_BIN [target/release/brisvox]   the server binary (--features local-stt)
+#   BENCH_BIN [target/release/brisvox-bench]
+#   RUNS [6]   calls in all, one at a time, the fixtures in turn
+# The server binds 127.0.0.1 only and is stopped on exit.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bin="${BRISVOX_BIN:-target/release/brisvox}"
+bench="${BENCH_BIN:-target/release/brisvox-bench}"
+runs="${RUNS:-6}"
+port="${PORT:-18977}"
+for b in "$bin" "$bench"; do
+  [ -x "$b" ] || { echo "measure-local-turn: $b not found: build it first (scripts/run.sh; cargo build --release -p brisvox-bench)" >&2; exit 1; }
+done
+log="$(mktemp)"
+"$bin" serve --agent bench/agents/local-demo.toml --bind "127.0.0.1:$port" >"$log" 2>&1 &
+server=$!
+trap 'kill -TERM $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -f "$log"' EXIT
+for _ in $(seq 1 300); do
+  if grep -q listening "$log"; then break; fi
+  kill -0 "$server" 2>/dev/null || { cat "$log" >&2; echo "measure-local-turn: the server exited" >&2; exit 1; }
+  sleep 0.1
+done
+grep -q listening "$log" || { cat "$log" >&2; echo "measure-local-turn: the server did not listen in 30 s" >&2; exit 1; }
+"$bench" v2v --url "ws://127.0.0.1:$port/call" \
+  --fixture fixtures/librivox_0870.wav --fixture fixtures/phone_pls_hold_while_try_16k.wav \
+  --fixture fixtures/en_long_question.wav --runs "$runs" \
+  --label "brisvox serve --agent bench/agents/local-demo.toml (local Whisper tiny.en, rules agent, local voice; Silero + Smart Turn), $bin" \
+  --out bench/results/v2v-local-demo
