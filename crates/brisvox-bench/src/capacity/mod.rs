@@ -304,26 +304,8 @@ async fn run_step(
 
 /// A call that never reported (its slot was aborted): every turn no_response.
 fn lost_call(fx: &PreparedFixture, why: &str) -> CallRecord {
-    let mut r = CallRecord {
-        fixture: fx.fixture.sidecar.name.clone(),
-        error: Some(why.to_string()),
-        turns: Vec::new(),
-        languages: fx
-            .fixture
-            .sidecar
-            .utterances
-            .iter()
-            .map(|u| u.language.clone())
-            .collect(),
-        frames_sent: 0,
-        lateness_max_ms: 0.0,
-        frames_late_100ms: 0,
-        lateness_us: Vec::new(),
-        turn_metrics: Vec::new(),
-        clears: 0,
-        bot_audio_messages: 0,
-        end_reason: None,
-    };
+    let mut r = CallRecord::empty(fx);
+    r.error = Some(why.to_string());
     r.turns = crate::v2v::turns::classify(&fx.spans, &[], 0);
     r
 }

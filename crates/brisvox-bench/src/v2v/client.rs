@@ -105,6 +105,32 @@ pub(crate) struct CallRecord {
     pub(crate) end_reason: Option<String>,
 }
 
+impl CallRecord {
+    /// A call of `fx` that has measured nothing yet: no turns, no frames.
+    pub(crate) fn empty(fx: &PreparedFixture) -> CallRecord {
+        CallRecord {
+            fixture: fx.fixture.sidecar.name.clone(),
+            error: None,
+            turns: Vec::new(),
+            languages: fx
+                .fixture
+                .sidecar
+                .utterances
+                .iter()
+                .map(|u| u.language.clone())
+                .collect(),
+            frames_sent: 0,
+            lateness_max_ms: 0.0,
+            frames_late_100ms: 0,
+            lateness_us: Vec::new(),
+            turn_metrics: Vec::new(),
+            clears: 0,
+            bot_audio_messages: 0,
+            end_reason: None,
+        }
+    }
+}
+
 /// Shared between the sender and the receiver of one call.
 #[derive(Default)]
 struct Shared {
@@ -133,26 +159,7 @@ pub(crate) async fn run_call(
     fx: Arc<PreparedFixture>,
     call_id: &str,
 ) -> CallRecord {
-    let mut record = CallRecord {
-        fixture: fx.fixture.sidecar.name.clone(),
-        error: None,
-        turns: Vec::new(),
-        languages: fx
-            .fixture
-            .sidecar
-            .utterances
-            .iter()
-            .map(|u| u.language.clone())
-            .collect(),
-        frames_sent: 0,
-        lateness_max_ms: 0.0,
-        frames_late_100ms: 0,
-        lateness_us: Vec::new(),
-        turn_metrics: Vec::new(),
-        clears: 0,
-        bot_audio_messages: 0,
-        end_reason: None,
-    };
+    let mut record = CallRecord::empty(&fx);
     let ws = match open(settings, &fx, call_id).await {
         Ok(ws) => ws,
         Err(e) => {
