@@ -17,7 +17,9 @@
 //! - **Panic isolation.** A job that panics fails only itself
 //!   ([`PoolError::Panicked`]); its worker keeps serving.
 //! - **Observable.** Lock-free counters and per-job wait / run timing
-//!   ([`InferencePool::stats`]).
+//!   ([`InferencePool::stats`]). A job is counted (its ending and its run time)
+//!   before its result is sent, so a caller who holds a result sees its job in
+//!   the next snapshot.
 //!
 //! Results come back through a `tokio::sync::oneshot` inside the [`JobHandle`],
 //! which is a future for async callers and has [`JobHandle::wait`] for threads.
@@ -228,7 +230,11 @@ enum JobEnd {
     Cancelled,
 }
 
-type Task = Box<dyn FnOnce(Start) -> JobEnd + Send>;
+/// Records how a job ended (and its run time); a task calls it exactly once,
+/// before it hands the result to its caller.
+type Record<'a> = &'a dyn Fn(JobEnd);
+
+type Task = Box<dyn FnOnce(Start, Record<'_>) + Send>;
 
 struct QueuedJob {
     enqueued_at: Instant,
@@ -335,20 +341,23 @@ impl Core {
         }
     }
 
-    /// Starts (or skips) one job and records its timing and ending.
+    /// Starts (or skips) one job; the task records its timing and ending
+    /// before it sends the result.
     fn start(&self, job: QueuedJob) {
         let started = Instant::now();
         if job.deadline.is_some_and(|d| started > d) {
-            let end = (job.task)(Start::Skip(PoolError::TimedOut));
-            self.counters.count_end(end);
+            let record = |end| self.counters.count_end(end);
+            (job.task)(Start::Skip(PoolError::TimedOut), &record);
             return;
         }
         self.counters.wait.record(started - job.enqueued_at);
-        let end = (job.task)(Start::Run);
-        if end != JobEnd::Cancelled {
-            self.counters.run.record(started.elapsed());
-        }
-        self.counters.count_end(end);
+        let record = |end| {
+            if end != JobEnd::Cancelled {
+                self.counters.run.record(started.elapsed());
+            }
+            self.counters.count_end(end);
+        };
+        (job.task)(Start::Run, &record);
     }
 }
 
@@ -484,7 +493,7 @@ impl InferencePool {
         self.enqueue(
             priority,
             deadline,
-            Box::new(move |start| run_task(start, tx, job)),
+            Box::new(move |start, record| run_task(start, record, tx, job)),
         )?;
         Ok(JobHandle { rx })
     }
@@ -502,12 +511,14 @@ impl InferencePool {
         self.enqueue(
             priority,
             deadline,
-            Box::new(move |start| match start {
-                Start::Skip(_) => JobEnd::Skipped,
-                Start::Run => match catch_unwind(AssertUnwindSafe(job)) {
-                    Ok(()) => JobEnd::Completed,
-                    Err(_) => JobEnd::Panicked,
-                },
+            Box::new(move |start, record| {
+                record(match start {
+                    Start::Skip(_) => JobEnd::Skipped,
+                    Start::Run => match catch_unwind(AssertUnwindSafe(job)) {
+                        Ok(()) => JobEnd::Completed,
+                        Err(_) => JobEnd::Panicked,
+                    },
+                })
             }),
         )
     }
@@ -557,6 +568,9 @@ impl InferencePool {
     }
 
     /// A snapshot of the counters (each read atomically; not one consistent cut).
+    ///
+    /// A job is counted before its result is sent: once a caller has a job's
+    /// result, every later snapshot includes that job.
     pub fn stats(&self) -> PoolStats {
         let c = &self.shared.core.counters;
         PoolStats {
@@ -575,30 +589,29 @@ impl InferencePool {
     }
 }
 
-/// Runs (or skips) the user's job and sends its result.
+/// Runs (or skips) the user's job, records how it ended, then sends its result.
+///
+/// Recording first is what lets a caller who has its result see the job in
+/// [`InferencePool::stats`]: the channel's send happens before its receive.
 fn run_task<T>(
     start: Start,
+    record: Record<'_>,
     tx: oneshot::Sender<Result<T, PoolError>>,
     job: impl FnOnce() -> T,
-) -> JobEnd {
-    match start {
-        Start::Skip(err) => {
-            let _ = tx.send(Err(err));
-            JobEnd::Skipped
-        }
-        Start::Run if tx.is_closed() => JobEnd::Cancelled,
+) {
+    let (end, result) = match start {
+        Start::Skip(err) => (JobEnd::Skipped, Err(err)),
+        Start::Run if tx.is_closed() => return record(JobEnd::Cancelled),
         Start::Run => match catch_unwind(AssertUnwindSafe(job)) {
-            Ok(value) => {
-                let _ = tx.send(Ok(value));
-                JobEnd::Completed
-            }
+            Ok(value) => (JobEnd::Completed, Ok(value)),
             Err(payload) => {
                 let message = panic_message(payload.as_ref());
-                let _ = tx.send(Err(PoolError::Panicked { message }));
-                JobEnd::Panicked
+                (JobEnd::Panicked, Err(PoolError::Panicked { message }))
             }
         },
-    }
+    };
+    record(end);
+    let _ = tx.send(result);
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
