@@ -85,8 +85,13 @@ fn a_terminated_run_stops_with_an_error() {
     let ids = voice.config().phoneme_ids(&fox(&voice)).ids;
     let options = ort::session::RunOptions::new().unwrap();
     options.terminate().unwrap();
-    let started = std::time::Instant::now();
+    // The run ends with ONNX Runtime's termination error, not with audio: it did
+    // not run to completion. No wall-clock bound: how fast it gives up depends on
+    // the machine and its load, not on the behaviour.
     let err = voice.run_ids(&ids, Some(&options)).unwrap_err();
     assert!(err.to_string().contains("terminate"), "{err}");
-    assert!(started.elapsed() < Duration::from_millis(200));
+    // The same ids without the flag do run to completion on the same voice: the
+    // error above came from the termination, and it left the voice usable.
+    let audio = voice.run_ids(&ids, None).unwrap();
+    assert!(audio.len() > 22_050, "{} samples", audio.len());
 }
