@@ -7,8 +7,16 @@
 # of the workspace and the browser test of the demo page (tests/browser/).
 # Tests that need the models fail (rather than skip) when CI is set and the
 # models are missing.
+#
+# Each phase's output is also kept in $TEST_LOG_DIR (default target/test-logs);
+# when a phase fails, the log ends with a summary of why
+# (scripts/failure-summary.sh: the failing tests' names and output).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+log_dir="${TEST_LOG_DIR:-${CARGO_TARGET_DIR:-target}/test-logs}"
+mkdir -p "$log_dir"
+rm -f "$log_dir"/*.log
 
 phase_start=$SECONDS
 phase() {
@@ -22,24 +30,40 @@ phase() {
   return 0
 }
 
+# Runs a phase's commands with their output (stdout and stderr) shown and kept
+# in the phase's log.
+logged() {
+  "$@" 2>&1 | tee -a "$log_dir/$phase_name.log"
+}
+
+on_exit() {
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ -n "${phase_name:-}" ]; then
+    echo "test.sh: phase $phase_name FAILED (exit $rc) after $((SECONDS - phase_start))s"
+    scripts/failure-summary.sh "$phase_name" "$log_dir/$phase_name.log" || true
+  fi
+}
+trap on_exit EXIT
+
 phase setup
-scripts/setup-system.sh
-scripts/fetch-models.sh
-tests/browser/setup.sh
+logged scripts/setup-system.sh
+logged scripts/fetch-models.sh
+logged tests/browser/setup.sh
 
 phase fmt
-cargo fmt --all --check
+logged cargo fmt --all --check
 
 phase clippy
-cargo clippy --workspace --all-targets --locked -- -D warnings
+logged cargo clippy --workspace --all-targets --locked -- -D warnings
 
 phase test
-cargo test --workspace --locked
+# --no-fail-fast: a refused submission lists every failing test, not the first.
+logged cargo test --workspace --locked --no-fail-fast
 
 phase browser
 # The brisvox binary cargo test has just built (its integration tests run it):
 # `cargo build -p brisvox-server` would rebuild crates with other features.
-BRISVOX_BIN="${CARGO_TARGET_DIR:-target}/debug/brisvox" tests/browser/run.sh
+BRISVOX_BIN="${CARGO_TARGET_DIR:-target}/debug/brisvox" logged tests/browser/run.sh
 
 phase ""
 echo "test.sh: all phases passed in ${SECONDS}s"
