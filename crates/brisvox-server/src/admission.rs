@@ -6,6 +6,10 @@
 //! [`PoolPressure`] hook says the inference pool is overloaded. `/readyz` is
 //! [`Admission::is_ready`]: false while draining or full, so a load balancer
 //! sends calls elsewhere.
+//!
+//! A drain has two steps: [`Admission::stop_ready`] turns readiness false while
+//! calls are still admitted (the load balancer's time to notice), then
+//! [`Admission::start_draining`] refuses every new call.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -42,7 +46,7 @@ pub enum Refusal {
         max_calls: usize,
     },
     /// The inference pool is overloaded.
-    #[error("the server is under pool pressure")]
+    #[error("the server's model pool is overloaded")]
     PoolPressure,
     /// The server is shutting down.
     #[error("the server is draining")]
@@ -54,7 +58,7 @@ impl Refusal {
     pub fn code(self) -> &'static str {
         match self {
             Self::Full { .. } => "server_full",
-            Self::PoolPressure => "server_full",
+            Self::PoolPressure => "pool_pressure",
             Self::Draining => "server_draining",
         }
     }
@@ -65,6 +69,7 @@ pub struct Admission {
     max_calls: usize,
     active: AtomicUsize,
     draining: AtomicBool,
+    not_ready: AtomicBool,
     pressure: Box<dyn PoolPressure>,
     idle: Notify,
 }
@@ -86,6 +91,7 @@ impl Admission {
             max_calls,
             active: AtomicUsize::new(0),
             draining: AtomicBool::new(false),
+            not_ready: AtomicBool::new(false),
             pressure,
             idle: Notify::new(),
         })
@@ -126,14 +132,25 @@ impl Admission {
         self.draining.load(Ordering::Acquire)
     }
 
+    /// True once a drain began, admitting or not ([`Admission::stop_ready`]).
+    pub fn is_stopping(&self) -> bool {
+        self.not_ready.load(Ordering::Acquire) || self.is_draining()
+    }
+
+    /// The first step of a drain: readiness turns false, calls are still admitted.
+    pub fn stop_ready(&self) {
+        self.not_ready.store(true, Ordering::Release);
+    }
+
     /// Stops admitting calls (readiness turns false).
     pub fn start_draining(&self) {
+        self.stop_ready();
         self.draining.store(true, Ordering::Release);
     }
 
     /// Ready for a new call: not draining, not full, no pool pressure.
     pub fn is_ready(&self) -> bool {
-        !self.is_draining() && self.active() < self.max_calls && !self.pressure.under_pressure()
+        !self.is_stopping() && self.active() < self.max_calls && !self.pressure.under_pressure()
     }
 
     /// Waits until no call is running.
@@ -219,6 +236,21 @@ mod tests {
         a.start_draining();
         assert_eq!(a.try_admit().unwrap_err(), Refusal::Draining);
         assert!(!a.is_ready());
+    }
+
+    #[test]
+    fn a_drain_first_stops_readiness_then_admission() {
+        let a = Admission::new(2, Box::new(NoPoolPressure));
+        a.stop_ready();
+        assert!(!a.is_ready(), "the load balancer must see it at once");
+        assert!(a.is_stopping() && !a.is_draining());
+        let late = a
+            .try_admit()
+            .expect("still admitted while the balancer catches up");
+        a.start_draining();
+        assert_eq!(a.try_admit().unwrap_err(), Refusal::Draining);
+        drop(late);
+        assert_eq!(a.active(), 0);
     }
 
     #[test]

@@ -20,11 +20,11 @@ pub struct Cli {
 pub enum Command {
     /// Serve calls: /call, /twilio, /healthz, /readyz, /metrics.
     Serve {
-        /// The agent file (TOML). Without it every default applies: MOCK providers.
-        #[arg(long)]
+        /// The agent file (TOML). Without it the local demo's defaults apply.
+        #[arg(long, env = "BRISVOX_AGENT")]
         agent: Option<PathBuf>,
         /// Address to listen on (overrides `[server] bind`).
-        #[arg(long)]
+        #[arg(long, env = "BRISVOX_BIND")]
         bind: Option<std::net::SocketAddr>,
         /// Log options.
         #[command(flatten)]
@@ -34,6 +34,16 @@ pub enum Command {
     Check {
         /// The agent file (TOML).
         file: PathBuf,
+    },
+    /// Start the drain of a running `brisvox serve` (SIGTERM to its process)
+    /// and wait until it has exited: the Kubernetes preStop hook.
+    Drain {
+        /// The server's process id (1 inside its container).
+        #[arg(long, default_value_t = 1)]
+        pid: u32,
+        /// Give up waiting after this many seconds (the process keeps draining).
+        #[arg(long, default_value_t = 86_400)]
+        timeout_s: u64,
     },
     /// Model files.
     Models {
@@ -59,6 +69,6 @@ pub enum ModelsAction {
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub struct LogArgs {
     /// Log line format.
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "BRISVOX_LOG_FORMAT")]
     pub log_format: LogFormat,
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::ws::{WebSocket, WebSocketUpgrade};
+use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -104,7 +104,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
     if state.admission.is_ready() {
         (StatusCode::OK, "ready\n").into_response()
-    } else if state.admission.is_draining() {
+    } else if state.admission.is_stopping() {
         (StatusCode::SERVICE_UNAVAILABLE, "draining\n").into_response()
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "full\n").into_response()
@@ -193,56 +193,44 @@ fn accept(
     if !authorized(auth, headers, query) {
         return StatusCode::UNAUTHORIZED.into_response();
     }
+    let permit = match state.admission.try_admit() {
+        Ok(permit) => permit,
+        Err(refusal) => return refusal_response(&state, refusal),
+    };
     let limit = state.socket_limit();
     let ws = ws.max_message_size(limit).max_frame_size(limit);
-    let admitted = state.admission.try_admit();
+    // If the upgrade never completes, the closure and the permit in it are
+    // dropped: the slot is freed.
     ws.on_upgrade(move |socket| async move {
-        match admitted {
-            Ok(permit) => {
-                state.metrics.active_calls.inc();
-                match route {
-                    Route::Call => crate::ws_call::run(socket, state, permit).await,
-                    Route::Twilio => crate::ws_twilio::run(socket, state, permit).await,
-                }
-            }
-            Err(refusal) => refuse_call(socket, &state, route, refusal).await,
+        state.metrics.active_calls.inc();
+        match route {
+            Route::Call => crate::ws_call::run(socket, state, permit).await,
+            Route::Twilio => crate::ws_twilio::run(socket, state, permit).await,
         }
     })
 }
 
-async fn refuse_call(socket: WebSocket, state: &AppState, route: Route, refusal: Refusal) {
-    use futures_util::StreamExt;
+/// A refused call: HTTP 503 before the websocket upgrade, so a load balancer
+/// can retry it on another server (HAProxy `retry-on 503`) and no half-open
+/// call exists. The body is the protocol's `error` event naming the reason.
+fn refusal_response(state: &AppState, refusal: Refusal) -> Response {
     state
         .metrics
         .refused_total
         .with_label_values(&[refusal.code()])
         .inc();
     tracing::info!(reason = refusal.code(), "call refused");
-    let (mut sink, _stream) = socket.split();
-    let code = match refusal {
-        Refusal::Draining => 1001,
-        _ => 1013,
-    };
-    if let Route::Call = route {
-        let ev = ServerEvent::Error {
-            code: refusal.code().to_owned(),
-            message: refusal.to_string(),
-        };
-        let _ = futures_util::SinkExt::send(
-            &mut sink,
-            axum::extract::ws::Message::Text(ev.to_json().into()),
-        )
-        .await;
-        let end = ServerEvent::End {
-            reason: refusal.code().to_owned(),
-        };
-        let _ = futures_util::SinkExt::send(
-            &mut sink,
-            axum::extract::ws::Message::Text(end.to_json().into()),
-        )
-        .await;
+    let body = ServerEvent::Error {
+        code: refusal.code().to_owned(),
+        message: refusal.to_string(),
     }
-    crate::session::send_close(&mut sink, code, refusal.code()).await;
+    .to_json();
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }
 
 /// The result of a call handler's task.

@@ -8,6 +8,7 @@
 //!   `/twilio`); [`demo`]: the browser demo page at `/`; [`admission`]: call
 //!   limit, pool pressure, draining;
 //!   [`metrics`]: Prometheus metrics; [`serve`]: start, signal, drain;
+//!   [`drain`]: `brisvox drain`, the drain started from outside (preStop);
 //!   [`fd_limit`]: RLIMIT_NOFILE.
 //! - [`cli`], [`logging`], [`models`]: the command line.
 //!
@@ -21,6 +22,7 @@ pub mod agent;
 pub mod audio_edge;
 pub mod cli;
 pub mod demo;
+pub mod drain;
 pub mod engine;
 pub mod fd_limit;
 pub mod handler;

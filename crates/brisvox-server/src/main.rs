@@ -21,6 +21,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve { agent, bind, log } => serve(agent, bind, log),
         Command::Check { file } => check(&file),
+        Command::Drain { pid, timeout_s } => {
+            brisvox_server::drain::drain_process(pid, std::time::Duration::from_secs(timeout_s))
+                .map_err(anyhow::Error::from)
+        }
         Command::Models {
             action: ModelsAction::Fetch { dest },
         } => brisvox_server::models::fetch(dest.as_deref()).map_err(anyhow::Error::from),

@@ -113,24 +113,53 @@ impl RunningServer {
     /// up to `grace`, then are ended (`end` with `server_draining`, close 1001);
     /// then the listener stops.
     pub async fn drain(self, grace: Duration) -> DrainReport {
+        let plan = DrainPlan {
+            admit_for: Duration::ZERO,
+            grace,
+        };
+        self.drain_with(plan, std::future::pending()).await
+    }
+
+    /// Drains by `plan`: readiness false at once; new calls still admitted for
+    /// `plan.admit_for`, then refused; running calls get up to `plan.grace`
+    /// (counted from the start), or until `end_now` resolves (a second signal),
+    /// then are ended; then the listener stops.
+    pub async fn drain_with(
+        self,
+        plan: DrainPlan,
+        end_now: impl std::future::Future<Output = ()>,
+    ) -> DrainReport {
         let admission = self.state.admission.clone();
-        admission.start_draining();
+        admission.stop_ready();
         let calls_at_start = admission.active();
         tracing::info!(
             calls = calls_at_start,
-            grace_s = grace.as_secs(),
+            admit_s = plan.admit_for.as_secs_f32(),
+            grace_s = plan.grace.as_secs(),
             "draining"
         );
+        let deadline = tokio::time::Instant::now() + plan.grace;
+        let finished = async {
+            tokio::time::sleep(plan.admit_for.min(plan.grace)).await;
+            admission.start_draining();
+            tracing::info!(calls = admission.active(), "draining: new calls refused");
+            admission.wait_idle().await;
+        };
+        let ended_early = tokio::select! {
+            () = finished => false,
+            () = tokio::time::sleep_until(deadline) => {
+                tracing::warn!(calls = admission.active(), "drain grace over: ending the remaining calls");
+                true
+            }
+            () = end_now => {
+                tracing::warn!(calls = admission.active(), "second signal: ending the remaining calls");
+                true
+            }
+        };
+        admission.start_draining();
         let mut calls_ended = 0;
-        if tokio::time::timeout(grace, admission.wait_idle())
-            .await
-            .is_err()
-        {
+        if ended_early && admission.active() > 0 {
             calls_ended = admission.active();
-            tracing::warn!(
-                calls = calls_ended,
-                "drain grace over: ending the remaining calls"
-            );
             let _ = self.end_calls.send(true);
             let _ = tokio::time::timeout(END_CALLS_GRACE, admission.wait_idle()).await;
         }
@@ -148,8 +177,27 @@ impl RunningServer {
     }
 }
 
-/// Resolves on SIGTERM or ctrl-c.
-pub async fn shutdown_signal() {
+/// How a drain goes: see [`RunningServer::drain_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DrainPlan {
+    /// How long new calls are still admitted after readiness turned false.
+    pub admit_for: Duration,
+    /// How long running calls may go on, from the start of the drain.
+    pub grace: Duration,
+}
+
+/// The signal that stopped the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopSignal {
+    /// SIGTERM: an orchestrator stops the process (keep admitting for
+    /// `[server] drain_admit_s`).
+    Terminate,
+    /// Ctrl-c: someone at a terminal (refuse new calls at once).
+    Interrupt,
+}
+
+/// Resolves on SIGTERM or ctrl-c, saying which.
+pub async fn shutdown_signal() -> StopSignal {
     let ctrl_c = async {
         if let Err(e) = tokio::signal::ctrl_c().await {
             tracing::warn!(error = %e, "cannot listen for ctrl-c");
@@ -171,13 +219,20 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     let term = std::future::pending::<()>();
     tokio::select! {
-        () = ctrl_c => tracing::info!("ctrl-c"),
-        () = term => tracing::info!("SIGTERM"),
+        () = ctrl_c => {
+            tracing::info!("ctrl-c");
+            StopSignal::Interrupt
+        }
+        () = term => {
+            tracing::info!("SIGTERM");
+            StopSignal::Terminate
+        }
     }
 }
 
 /// `brisvox serve`: raises the open-file limit, starts, waits for a signal,
-/// drains with `[server] drain_grace_s`.
+/// drains (`[server] drain_admit_s` after SIGTERM, `drain_grace_s`); a second
+/// signal ends the remaining calls at once.
 pub async fn serve_until_signal(config: ServerConfig) -> std::io::Result<DrainReport> {
     match crate::fd_limit::raise_nofile_limit() {
         Ok(r) => tracing::info!(
@@ -187,8 +242,19 @@ pub async fn serve_until_signal(config: ServerConfig) -> std::io::Result<DrainRe
         ),
         Err(e) => tracing::warn!(error = %e, "cannot raise RLIMIT_NOFILE"),
     }
-    let grace = Duration::from_secs(u64::from(config.agent.server.drain_grace_s));
+    let agent = Arc::clone(&config.agent);
     let server = start(config).await?;
-    shutdown_signal().await;
-    Ok(server.drain(grace).await)
+    let signal = shutdown_signal().await;
+    let admit_s = match signal {
+        StopSignal::Terminate => agent.server.drain_admit_s,
+        StopSignal::Interrupt => 0,
+    };
+    let plan = DrainPlan {
+        admit_for: Duration::from_secs(u64::from(admit_s)),
+        grace: Duration::from_secs(u64::from(agent.drain_grace_s())),
+    };
+    let second = async {
+        shutdown_signal().await;
+    };
+    Ok(server.drain_with(plan, second).await)
 }

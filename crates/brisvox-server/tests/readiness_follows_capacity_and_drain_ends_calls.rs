@@ -1,6 +1,8 @@
 //! `/readyz` turns false when the server is full or draining; a call over the
-//! limit is refused with `server_full`; a drain waits for calls up to the grace,
-//! then ends them with `end` `server_draining` and close 1001.
+//! limit is refused before the upgrade (HTTP 503, `server_full`); a drain waits
+//! for calls up to the grace, then ends them with `end` `server_draining` and
+//! close 1001; during a drain's admitting step readiness is already false but
+//! calls are still taken, then they are refused with `server_draining`.
 
 mod common;
 
@@ -22,17 +24,23 @@ async fn full_then_draining() {
         (503, "full\n".to_owned())
     );
 
-    let mut second = common::connect(addr, "/call").await;
-    let (events, code) = common::until_close(&mut second).await;
-    assert_eq!(events[0]["code"], "server_full");
-    assert_eq!(code, Some(1013));
+    let (status, body) = common::refused_upgrade(addr, "/call").await;
+    assert_eq!(status, 503);
+    assert_eq!(
+        (body["type"].as_str(), body["code"].as_str()),
+        (Some("error"), Some("server_full"))
+    );
+    assert!(
+        common::wait_metric(
+            addr,
+            "brisvox_calls_refused_total{reason=\"server_full\"} 1"
+        )
+        .await
+        .contains("server_full"),
+    );
 
     let drain = tokio::spawn(srv.drain(Duration::from_millis(300)));
-    let deadline = tokio::time::Instant::now() + common::WAIT;
-    while common::get(addr, "/readyz").await != (503, "draining\n".to_owned()) {
-        assert!(tokio::time::Instant::now() < deadline);
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    common::eventually_get(addr, "/readyz", (503, "draining\n")).await;
     let (events, code) = common::until_close(&mut first).await;
     assert_eq!(
         events.last().unwrap()["reason"],
@@ -54,4 +62,67 @@ async fn a_drain_with_no_calls_is_immediate() {
     let report = srv.drain(Duration::from_secs(30)).await;
     assert_eq!((report.calls_at_start, report.calls_ended), (0, 0));
     assert!(t0.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_drain_admits_while_the_balancer_catches_up_then_refuses() {
+    let srv = common::server().await;
+    let addr = srv.local_addr();
+    let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+    let plan = brisvox_server::serve::DrainPlan {
+        admit_for: Duration::from_secs(3600),
+        grace: Duration::from_secs(3600),
+    };
+    // `end_now` stands for the second signal; here it ends the test's drain.
+    let drain = tokio::spawn(srv.drain_with(plan, async move {
+        let _ = go_rx.await;
+    }));
+    common::eventually_get(addr, "/readyz", (503, "draining\n")).await;
+    let mut late = common::connect(addr, "/call").await;
+    send_text(&mut late, common::START_PCM16).await;
+    assert_eq!(common::next_event(&mut late).await["type"], "started");
+    go_tx.send(()).unwrap();
+    let (events, code) = common::until_close(&mut late).await;
+    assert_eq!(events.last().unwrap()["reason"], "server_draining");
+    assert_eq!(code, Some(1001));
+    let report = tokio::time::timeout(common::WAIT, drain)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((report.calls_at_start, report.calls_ended), (0, 1));
+}
+
+#[tokio::test]
+async fn after_the_admitting_step_a_new_call_is_refused_as_draining() {
+    let srv = common::server().await;
+    let addr = srv.local_addr();
+    let mut running = common::connect(addr, "/call").await;
+    send_text(&mut running, common::START_PCM16).await;
+    assert_eq!(common::next_event(&mut running).await["type"], "started");
+    let plan = brisvox_server::serve::DrainPlan {
+        admit_for: Duration::ZERO,
+        grace: Duration::from_secs(3600),
+    };
+    let drain = tokio::spawn(srv.drain_with(plan, std::future::pending()));
+    common::eventually_get(addr, "/readyz", (503, "draining\n")).await;
+    let deadline = tokio::time::Instant::now() + common::WAIT;
+    let body = loop {
+        match tokio_tungstenite::connect_async(format!("ws://{addr}/call")).await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(r)) => {
+                assert_eq!(r.status().as_u16(), 503);
+                break serde_json::from_slice::<serde_json::Value>(r.body().as_deref().unwrap())
+                    .unwrap();
+            }
+            // The admitting step (zero long) has not ended on the server yet.
+            Ok(_) => assert!(tokio::time::Instant::now() < deadline, "never refused"),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(body["code"], "server_draining");
+    send_text(&mut running, r#"{"type":"end"}"#).await;
+    let report = tokio::time::timeout(common::WAIT, drain)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((report.calls_at_start, report.calls_ended), (1, 0));
 }

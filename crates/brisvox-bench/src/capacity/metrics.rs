@@ -333,13 +333,22 @@ impl StepMetrics {
             ),
             vad_windows_rejected: count("brisvox_vad_windows_total", &[("result", "rejected")]),
             input_frames_dropped: count("brisvox_input_frames_dropped_total", &[]),
+            // `pool_pressure` is a reason of its own since 2026-12-01; older
+            // servers counted it as `server_full`.
             calls_refused: sum(&[
                 count("brisvox_calls_refused_total", &[("reason", "server_full")]),
                 count(
                     "brisvox_calls_refused_total",
                     &[("reason", "server_draining")],
                 ),
-            ]),
+            ])
+            .map(|n| {
+                n + count(
+                    "brisvox_calls_refused_total",
+                    &[("reason", "pool_pressure")],
+                )
+                .unwrap_or(0)
+            }),
         }
     }
 }

@@ -203,6 +203,22 @@ pub(crate) async fn run_call(
     record
 }
 
+/// A failed upgrade; a refusal (HTTP 503 with the `error` event as its body)
+/// says its reason.
+fn connect_error(e: tokio_tungstenite::tungstenite::Error) -> String {
+    match e {
+        tokio_tungstenite::tungstenite::Error::Http(response) => {
+            let body = response.body().as_deref().unwrap_or_default();
+            format!(
+                "refused: HTTP {} {}",
+                response.status().as_u16(),
+                String::from_utf8_lossy(body)
+            )
+        }
+        e => format!("connect: {e}"),
+    }
+}
+
 /// Connects, sends `start` and waits for `started`.
 async fn open(
     settings: &CallSettings,
@@ -216,7 +232,7 @@ async fn open(
     )
     .await
     .map_err(|_| "connect timed out".to_string())?
-    .map_err(|e| format!("connect: {e}"))?;
+    .map_err(connect_error)?;
     let start = serde_json::json!({
         "type": "start", "protocol_version": 1, "codec": "pcm16",
         "sample_rate": fx.fixture.sidecar.sample_rate_hz, "call_id": call_id,

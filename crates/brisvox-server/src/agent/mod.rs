@@ -23,7 +23,10 @@ pub use providers::{
     OpenAiCompatibleSettings, OpenAiTranscribeSettings, REASONING_EFFORTS, SttProvider, SttSection,
     TtsProvider, TtsSection, VendorTtsSettings,
 };
-pub use server::{AuthSettings, RouteAuth, ServerSettings, TokenPlacement};
+pub use server::{
+    AuthSettings, DEFAULT_DRAIN_ADMIT_S, MAX_DRAIN_GRACE_S, RouteAuth, ServerSettings,
+    TokenPlacement,
+};
 
 use std::path::{Path, PathBuf};
 
@@ -233,6 +236,14 @@ impl AgentSettings {
             llm: self.llm.provider.as_str().to_owned(),
             tts: self.tts.provider.as_str().to_owned(),
         }
+    }
+
+    /// How long a drain lets running calls go on, in seconds:
+    /// `[server] drain_grace_s`, or `[limits] max_call_duration_s` when unset.
+    pub fn drain_grace_s(&self) -> u32 {
+        self.server
+            .drain_grace_s
+            .unwrap_or(self.limits.max_call_duration_s)
     }
 
     /// True when any provider is a mock.

@@ -46,6 +46,12 @@ pub struct AuthSettings {
     pub metrics: Option<RouteAuth>,
 }
 
+/// Default of `[server] drain_admit_s`, in seconds.
+pub const DEFAULT_DRAIN_ADMIT_S: u32 = 5;
+
+/// Largest `[server] drain_grace_s`: a day.
+pub const MAX_DRAIN_GRACE_S: u32 = 86_400;
+
 /// `[server]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -54,8 +60,16 @@ pub struct ServerSettings {
     pub bind: String,
     /// Bound on one websocket message, in bytes (binary audio and text).
     pub max_message_bytes: usize,
-    /// On SIGTERM, how long calls may go on before they are ended, in seconds.
-    pub drain_grace_s: u32,
+    /// After a drain starts, how long running calls may go on before they are
+    /// ended, in seconds. Unset: `limits.max_call_duration_s`, so a drain never
+    /// cuts a call short of its own limit ([`super::AgentSettings::drain_grace_s`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain_grace_s: Option<u32>,
+    /// After a SIGTERM, how long new calls are still admitted while `/readyz`
+    /// already says `draining`, in seconds: the time a load balancer needs to
+    /// see the readiness change (Kubernetes endpoint propagation, HAProxy's
+    /// health checks). Ctrl-c skips it.
+    pub drain_admit_s: u32,
     /// Tokens per route.
     pub auth: AuthSettings,
 }
@@ -65,7 +79,8 @@ impl Default for ServerSettings {
         Self {
             bind: "0.0.0.0:8080".to_owned(),
             max_message_bytes: brisvox_transport::brisvox_ws::DEFAULT_MAX_BINARY_BYTES,
-            drain_grace_s: 30,
+            drain_grace_s: None,
+            drain_admit_s: DEFAULT_DRAIN_ADMIT_S,
             auth: AuthSettings::default(),
         }
     }
@@ -87,7 +102,10 @@ impl ServerSettings {
                 "a whole number of bytes from 1024 to 16777216",
             ));
         }
-        range("server.drain_grace_s", self.drain_grace_s, 0, 3600)?;
+        if let Some(grace) = self.drain_grace_s {
+            range("server.drain_grace_s", grace, 0, MAX_DRAIN_GRACE_S)?;
+        }
+        range("server.drain_admit_s", self.drain_admit_s, 0, 300)?;
         let routes = [
             (&mut self.auth.call, "server.auth.call.token"),
             (&mut self.auth.twilio, "server.auth.twilio.token"),

@@ -66,6 +66,36 @@ pub async fn connect(addr: SocketAddr, path: &str) -> Ws {
     ws
 }
 
+/// Polls GET `path` until it answers `want` (status, body); panics after [`WAIT`].
+pub async fn eventually_get(addr: SocketAddr, path: &str, want: (u16, &str)) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let (status, body) = get(addr, path).await;
+        if (status, body.as_str()) == want {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "GET {path}: {status} {body:?}, never {want:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// Tries a websocket upgrade that the server must refuse; returns the HTTP
+/// status and the JSON body of the refusal.
+pub async fn refused_upgrade(addr: SocketAddr, path: &str) -> (u16, serde_json::Value) {
+    match tokio_tungstenite::connect_async(format!("ws://{addr}{path}")).await {
+        Ok(_) => panic!("the upgrade to {path} was accepted"),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            let body = response.body().as_deref().unwrap_or_default();
+            let json = serde_json::from_slice(body).expect("a JSON refusal body");
+            (response.status().as_u16(), json)
+        }
+        Err(e) => panic!("the upgrade failed without an HTTP answer: {e}"),
+    }
+}
+
 /// What the client saw next.
 #[derive(Debug)]
 pub enum Seen {
