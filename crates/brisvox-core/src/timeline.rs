@@ -85,11 +85,16 @@ pub enum TurnEvent {
     Interrupted,
     /// The transport was cleared after a barge-in (audio stopped).
     AudioOutStopped,
+    /// The response's first tool call was handed to its executor.
+    ToolCallStart,
+    /// The response's last tool result so far arrived (latest wins until the
+    /// response's last audio).
+    ToolCallEnd,
 }
 
 impl TurnEvent {
     /// Number of events.
-    pub const COUNT: usize = 18;
+    pub const COUNT: usize = 20;
 
     /// Every event, in order.
     pub const ALL: [TurnEvent; Self::COUNT] = [
@@ -111,6 +116,8 @@ impl TurnEvent {
         TurnEvent::LastAudioOut,
         TurnEvent::Interrupted,
         TurnEvent::AudioOutStopped,
+        TurnEvent::ToolCallStart,
+        TurnEvent::ToolCallEnd,
     ];
 
     /// The event's name in logs and exports (snake case).
@@ -134,6 +141,8 @@ impl TurnEvent {
             TurnEvent::LastAudioOut => "last_audio_out",
             TurnEvent::Interrupted => "interrupted",
             TurnEvent::AudioOutStopped => "audio_out_stopped",
+            TurnEvent::ToolCallStart => "tool_call_start",
+            TurnEvent::ToolCallEnd => "tool_call_end",
         }
     }
 
@@ -148,6 +157,7 @@ impl TurnEvent {
                 Some(TurnEvent::TurnEnd)
             }
             TurnEvent::SttFinal => Some(TurnEvent::LlmRequest),
+            TurnEvent::ToolCallEnd => Some(TurnEvent::LastAudioOut),
             _ => None,
         }
     }

@@ -27,7 +27,7 @@ use crate::report::{CallEnd, CallReport, FailureBook, ProviderStage};
 use crate::stages::audio_in::{AudioIn, AudioInParts, AudioInStats};
 use crate::stages::driver::{DriverInput, DriverOutcome, DriverParts, TurnDriver};
 use crate::stages::frame_queue::{self, QueueReceiver, QueueSender};
-use crate::stages::llm::{LlmInput, LlmParts, LlmStage};
+use crate::stages::llm::{LlmInput, LlmParts, LlmReport, LlmStage};
 use crate::stages::output::{OutInput, OutputStage};
 use crate::stages::segmenter::{SegInput, SegmenterStage};
 use crate::stages::stt::{FINALIZE_CAPACITY, SttParts, SttStage};
@@ -136,6 +136,8 @@ fn empty_report(end: CallEnd, failures: &FailureBook) -> CallReport {
         stt_frames_dropped: 0,
         vad_windows_lost: 0,
         frames_out: 0,
+        llm_usage: Default::default(),
+        tools: Default::default(),
         end,
     }
 }
@@ -194,6 +196,7 @@ impl Channels {
 /// The spawned stages, joined at the end.
 struct Tasks {
     plain: Vec<JoinHandle<()>>,
+    llm: JoinHandle<LlmReport>,
     output: JoinHandle<brisvox_audio::PacerMetrics>,
 }
 
@@ -242,7 +245,6 @@ impl Call {
         let tts_parts = self.tts_parts(tts, tts_config, ch.tts_rx, ch.out_tx, framer);
         let plain = vec![
             tokio::spawn(stt_stage.run()),
-            tokio::spawn(self.llm_stage(ch.llm_rx, ch.seg_tx).run()),
             tokio::spawn(self.segmenter_stage(ch.seg_rx, ch.tts_tx).run()),
             tokio::spawn(TtsStage::new(tts_parts).run()),
             tokio::spawn(
@@ -250,6 +252,7 @@ impl Call {
                     .run(),
             ),
         ];
+        let llm = tokio::spawn(self.llm_stage(ch.llm_rx, ch.seg_tx).run());
         let output = tokio::spawn(self.output_stage(sink, ch.out_rx, ch.driver_tx).run());
         let driver = TurnDriver::new(DriverParts {
             machine: TurnMachine::new(self.config.turn.clone(), now()),
@@ -264,7 +267,7 @@ impl Call {
             early_analysis: self.config.early_analysis,
         });
         let outcome = driver.run().await;
-        self.finish(outcome, Tasks { plain, output }).await
+        self.finish(outcome, Tasks { plain, llm, output }).await
     }
 
     fn stt_stage(
@@ -358,6 +361,9 @@ impl Call {
             failed_responses: Arc::clone(&self.failed_responses),
             floor: self.floor.subscribe(),
             shutdown: self.shutdown.subscribe(),
+            tools: self.providers.tools.clone(),
+            tool_settings: self.config.tools.clone(),
+            events: self.events.clone(),
         })
     }
 
@@ -393,6 +399,7 @@ impl Call {
             // A stage that panicked has nothing more to report; the call still ends.
             let _ = task.await;
         }
+        let llm = tasks.llm.await.unwrap_or_default();
         let pacer = tasks.output.await.unwrap_or_default();
         let timeline = self
             .timeline
@@ -412,6 +419,8 @@ impl Call {
             stt_frames_dropped: self.audio_stats.stt_dropped.load(Ordering::Relaxed),
             vad_windows_lost: self.audio_stats.vad_lost.load(Ordering::Relaxed),
             frames_out: self.frames_out.load(Ordering::Relaxed),
+            llm_usage: llm.usage,
+            tools: llm.tools,
             end: outcome.end,
         }
     }

@@ -141,6 +141,8 @@ pub struct EngineConfig {
     pub energy_vad: EnergyVadConfig,
     /// Early analysis at the VAD's falling hint; `None` (the default) is off.
     pub early_analysis: Option<EarlyAnalysisConfig>,
+    /// How tool calls run (rounds, timeout, filler).
+    pub tools: crate::tools::ToolSettings,
 }
 
 impl Default for EngineConfig {
@@ -160,6 +162,7 @@ impl Default for EngineConfig {
             queues: QueueCapacities::default(),
             energy_vad: EnergyVadConfig::default(),
             early_analysis: None,
+            tools: crate::tools::ToolSettings::default(),
         }
     }
 }
@@ -236,6 +239,7 @@ impl EngineConfig {
             "limits.llm_first_token",
         )?;
         positive(self.limits.tts_stall.as_millis() as u64, "limits.tts_stall")?;
+        positive(self.tools.timeout.as_millis() as u64, "tools.timeout")?;
         let q = self.queues;
         for (v, field) in [
             (q.driver, "queues.driver"),

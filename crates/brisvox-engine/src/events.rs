@@ -51,6 +51,32 @@ pub enum EngineEvent {
         /// The turn's timeline when its response ended.
         record: Box<TurnRecord>,
     },
+    /// The model called a tool; the call was handed to the executor.
+    ToolCallStarted {
+        /// The turn.
+        epoch: Epoch,
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// Its arguments, a JSON text as the model wrote it.
+        arguments: String,
+    },
+    /// A tool call finished (result, error or timeout).
+    ToolCallFinished {
+        /// The turn.
+        epoch: Epoch,
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// Whether the result is an error (the model reads it as one).
+        is_error: bool,
+        /// From the call handed to the executor to its outcome.
+        latency: std::time::Duration,
+        /// The turn was interrupted first: the result is recorded, not spoken.
+        late: bool,
+    },
     /// A turn is finished (the next turn started, or the call ended); its
     /// metrics are `record.metrics()`, including a barge-in's `time_to_silence`.
     TurnFinished {

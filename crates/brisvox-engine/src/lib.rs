@@ -24,6 +24,7 @@ pub mod events;
 pub mod models;
 pub mod report;
 pub mod sim;
+pub mod tools;
 pub mod transport;
 pub mod turn;
 
@@ -37,4 +38,7 @@ pub use config::{
 pub use events::{EngineEvent, EventSink};
 pub use models::{Models, Providers, VadSource, VerdictSource};
 pub use report::{CallEnd, CallReport, EarlyAnalysisCounters, FailureCount, ProviderStage};
+pub use tools::{
+    LlmUsage, ToolCounters, ToolExecutor, ToolFiller, ToolInvocation, ToolOutcome, ToolSettings,
+};
 pub use transport::{TransportClosed, TransportSink, TransportSource};

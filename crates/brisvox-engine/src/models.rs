@@ -17,9 +17,10 @@ use brisvox_models::smart_turn::{SmartTurn, SmartTurnService};
 use brisvox_models::vad::service::VadService;
 use brisvox_providers::{LlmProvider, SttProvider, TtsProvider};
 
+use crate::tools::ToolExecutor;
 use crate::turn::Verdict;
 
-/// The three providers of a call.
+/// The three providers of a call, and the tools its model may call.
 #[derive(Clone)]
 pub struct Providers {
     /// Speech-to-text.
@@ -28,6 +29,8 @@ pub struct Providers {
     pub llm: Arc<dyn LlmProvider>,
     /// Text-to-speech.
     pub tts: Arc<dyn TtsProvider>,
+    /// The call's tools; `None` offers the model none.
+    pub tools: Option<Arc<dyn ToolExecutor>>,
 }
 
 impl std::fmt::Debug for Providers {

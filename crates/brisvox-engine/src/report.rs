@@ -128,6 +128,10 @@ pub struct CallReport {
     pub vad_windows_lost: u64,
     /// Frames handed to the transport sink.
     pub frames_out: u64,
+    /// Tokens the LLM provider reported, summed over the call's completions.
+    pub llm_usage: crate::tools::LlmUsage,
+    /// The call's tool calls.
+    pub tools: crate::tools::ToolCounters,
     /// How the call ended.
     pub end: CallEnd,
 }

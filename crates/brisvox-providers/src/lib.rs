@@ -47,7 +47,8 @@ use std::pin::Pin;
 
 pub use error::{ErrorKind, ProviderError, SendError};
 pub use llm::{
-    LlmEvent, LlmProvider, LlmRequest, LlmStream, Message, Role, ToolCall, ToolDefinition,
+    LlmEvent, LlmProvider, LlmRequest, LlmStream, Message, Role, ToolCall, ToolCallAssembler,
+    ToolDefinition,
 };
 pub use stt::{SttConfig, SttEvent, SttEvents, SttProvider, SttSender, SttSession};
 pub use tts::{ContextId, TtsConfig, TtsEvent, TtsEvents, TtsProvider, TtsSender, TtsSession};

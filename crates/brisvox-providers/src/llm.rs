@@ -76,6 +76,17 @@ impl Message {
         }
     }
 
+    /// An assistant message that said `text` and then made tool calls.
+    pub fn assistant_with_tool_calls(
+        text: impl Into<Arc<str>>,
+        calls: impl Into<Arc<[ToolCall]>>,
+    ) -> Self {
+        Message {
+            tool_calls: calls.into(),
+            ..Self::new(Role::Assistant, text)
+        }
+    }
+
     /// A tool's result, answering the call `call_id`.
     pub fn tool_result(call_id: impl Into<Arc<str>>, text: impl Into<Arc<str>>) -> Self {
         Message {
@@ -94,6 +105,61 @@ pub struct ToolCall {
     pub name: Arc<str>,
     /// The arguments, a JSON text as the model wrote it.
     pub arguments: Arc<str>,
+}
+
+/// Joins [`LlmEvent::ToolCallDelta`] pieces into complete [`ToolCall`]s.
+#[derive(Debug, Default)]
+pub struct ToolCallAssembler {
+    calls: Vec<(u32, String, String, String)>,
+}
+
+impl ToolCallAssembler {
+    /// Takes one event; anything but a tool-call delta is ignored.
+    pub fn push(&mut self, event: &LlmEvent) {
+        let LlmEvent::ToolCallDelta {
+            index,
+            id,
+            name,
+            arguments_delta,
+        } = event
+        else {
+            return;
+        };
+        let pos = match self.calls.iter().position(|c| c.0 == *index) {
+            Some(pos) => pos,
+            None => {
+                self.calls
+                    .push((*index, String::new(), String::new(), String::new()));
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[pos];
+        if let Some(id) = id {
+            call.1.clone_from(id);
+        }
+        if let Some(name) = name {
+            call.2.push_str(name);
+        }
+        call.3.push_str(arguments_delta);
+    }
+
+    /// Whether no piece has been taken.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// The calls so far, by index.
+    pub fn finish(mut self) -> Vec<ToolCall> {
+        self.calls.sort_by_key(|c| c.0);
+        self.calls
+            .into_iter()
+            .map(|(_, id, name, args)| ToolCall {
+                id: id.into(),
+                name: name.into(),
+                arguments: args.into(),
+            })
+            .collect()
+    }
 }
 
 /// A tool the model may call.

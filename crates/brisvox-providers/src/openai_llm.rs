@@ -43,8 +43,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::error::redact_url;
+pub use crate::llm::ToolCallAssembler;
 use crate::vendors::{ApiKey, safe_code, status_error};
-use crate::{LlmEvent, LlmProvider, LlmRequest, LlmStream, Message, ProviderError, Role, ToolCall};
+use crate::{LlmEvent, LlmProvider, LlmRequest, LlmStream, Message, ProviderError, Role};
 
 /// OpenAI's API root.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -732,59 +733,10 @@ fn stream_error(error: &Value) -> ProviderError {
     }
 }
 
-/// Joins [`LlmEvent::ToolCallDelta`] pieces into complete [`ToolCall`]s.
-#[derive(Debug, Default)]
-pub struct ToolCallAssembler {
-    calls: Vec<(u32, String, String, String)>,
-}
-
-impl ToolCallAssembler {
-    /// Takes one event; anything but a tool-call delta is ignored.
-    pub fn push(&mut self, event: &LlmEvent) {
-        let LlmEvent::ToolCallDelta {
-            index,
-            id,
-            name,
-            arguments_delta,
-        } = event
-        else {
-            return;
-        };
-        let pos = match self.calls.iter().position(|c| c.0 == *index) {
-            Some(pos) => pos,
-            None => {
-                self.calls
-                    .push((*index, String::new(), String::new(), String::new()));
-                self.calls.len() - 1
-            }
-        };
-        let call = &mut self.calls[pos];
-        if let Some(id) = id {
-            call.1.clone_from(id);
-        }
-        if let Some(name) = name {
-            call.2.push_str(name);
-        }
-        call.3.push_str(arguments_delta);
-    }
-
-    /// The calls so far, by index.
-    pub fn finish(mut self) -> Vec<ToolCall> {
-        self.calls.sort_by_key(|c| c.0);
-        self.calls
-            .into_iter()
-            .map(|(_, id, name, args)| ToolCall {
-                id: id.into(),
-                name: name.into(),
-                arguments: args.into(),
-            })
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ToolCall;
 
     fn decode_all(payloads: &[&str]) -> Result<Vec<LlmEvent>, ProviderError> {
         let mut decoder = ChunkDecoder::default();

@@ -367,6 +367,7 @@ fn turn_config(agent: &AgentSettings) -> TurnConfig {
 /// The providers the agent file names.
 fn build_providers(agent: &AgentSettings) -> Result<Providers, EngineSetupError> {
     Ok(Providers {
+        tools: None,
         stt: build_stt(agent)?,
         llm: build_llm(agent)?,
         tts: build_tts(agent)?,

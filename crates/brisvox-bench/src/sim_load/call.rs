@@ -118,6 +118,7 @@ pub(crate) fn providers(seed: u64, index: u64) -> Providers {
         ..MockTtsConfig::default()
     });
     Providers {
+        tools: None,
         stt: Arc::new(stt),
         llm: Arc::new(llm),
         tts: Arc::new(tts),
@@ -271,6 +272,8 @@ mod tests {
     /// A report of one call with `records` as its finished turns.
     fn report(records: Vec<TurnRecord>, end: CallEnd) -> CallReport {
         CallReport {
+            llm_usage: Default::default(),
+            tools: Default::default(),
             turn_counters: TurnCounters {
                 turns: records.len() as u64,
                 barge_ins: records.iter().filter(|r| r.was_interrupted()).count() as u64,

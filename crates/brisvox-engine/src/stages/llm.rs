@@ -14,6 +14,17 @@
 //! `Speak` (greeting, say, idle prompt) bypasses the model: its text goes to
 //! the segmenter as one delta and is recorded as an assistant message.
 //!
+//! Tool calls ([`crate::tools`] states the rules): a completion that ends in
+//! tool calls flushes the text said before them to the segmenter (it is
+//! spoken), records the assistant's tool-call message with a placeholder
+//! result per call, and starts the calls ([`ToolCalls`]). The response stays
+//! open (no `End`) while they run; when the last result of the round is in,
+//! the next completion of the same response is requested. Results replace
+//! their placeholder whenever they arrive, even after a barge-in (then they
+//! are recorded, not spoken: no completion is requested for a stale epoch).
+//! A filler, when configured, is said once per turn while tools run past its
+//! delay. Token usage is summed per call and returned when the stage ends.
+//!
 //! The inbox is read only between responses: the driver starts a response only
 //! when the previous one finished or went stale, and staleness is checked first.
 
@@ -24,13 +35,17 @@ use std::time::{Duration, Instant};
 use brisvox_core::Epoch;
 use brisvox_core::timeline::TurnEvent;
 use brisvox_providers::{
-    ErrorKind, LlmEvent, LlmProvider, LlmRequest, LlmStream, Message, ProviderError,
+    ErrorKind, LlmEvent, LlmProvider, LlmRequest, LlmStream, Message, ProviderError, Role,
+    ToolCall, ToolCallAssembler,
 };
 use tokio::sync::{mpsc, watch};
 
 use super::segmenter::SegInput;
+use super::tool_calls::{PENDING_RESULT, ToolCalls, ToolDone, with_ids};
 use super::{SharedTimeline, forward, mark, now, shutdown, sleep_until, stale_opt};
+use crate::events::{EngineEvent, EventSink};
 use crate::report::{FailureBook, ProviderStage};
+use crate::tools::{LlmUsage, ToolCounters, ToolExecutor, ToolSettings};
 
 /// What the driver asks of the LLM stage.
 #[derive(Debug)]
@@ -41,13 +56,32 @@ pub(crate) enum LlmInput {
     Speak { epoch: Epoch, text: String },
 }
 
-/// A response being streamed.
+/// A response being streamed, or waiting for its tool calls.
 struct Active {
     epoch: Epoch,
-    stream: LlmStream,
+    /// The completion streaming; `None` while the round's tools run.
+    stream: Option<LlmStream>,
+    /// Text of the current completion.
     answer: String,
     first_token: bool,
-    deadline: Instant,
+    /// When the stream counts as stalled; `None` while tools run.
+    deadline: Option<Instant>,
+    calls: ToolCallAssembler,
+    /// Completions of this response so far, less one (0 for the first).
+    round: u32,
+    /// Whether the current completion was offered tools.
+    tools_offered: bool,
+    /// Calls of this round still running.
+    pending_tools: usize,
+    /// When the filler is due, while tools run.
+    filler_at: Option<Instant>,
+}
+
+/// What the LLM stage counted when it ends.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LlmReport {
+    pub(crate) usage: LlmUsage,
+    pub(crate) tools: ToolCounters,
 }
 
 /// The LLM stage actor.
@@ -65,6 +99,11 @@ pub(crate) struct LlmStage {
     failed_responses: Arc<AtomicU64>,
     floor: watch::Receiver<Epoch>,
     shutdown: watch::Receiver<bool>,
+    tools: ToolCalls,
+    events: EventSink,
+    usage: LlmUsage,
+    /// The turn whose filler was said (once per turn).
+    filler_said: Option<Epoch>,
 }
 
 /// What the LLM stage is built from.
@@ -80,6 +119,9 @@ pub(crate) struct LlmParts {
     pub(crate) failed_responses: Arc<AtomicU64>,
     pub(crate) floor: watch::Receiver<Epoch>,
     pub(crate) shutdown: watch::Receiver<bool>,
+    pub(crate) tools: Option<Arc<dyn ToolExecutor>>,
+    pub(crate) tool_settings: ToolSettings,
+    pub(crate) events: EventSink,
 }
 
 impl LlmStage {
@@ -99,32 +141,44 @@ impl LlmStage {
             failed_responses: parts.failed_responses,
             floor: parts.floor,
             shutdown: parts.shutdown,
+            tools: ToolCalls::new(parts.tools, parts.tool_settings),
+            events: parts.events,
+            usage: LlmUsage::default(),
+            filler_said: None,
         }
     }
 
-    /// Serves responses until the call shuts down.
-    pub(crate) async fn run(mut self) {
+    /// Serves responses until the call shuts down; returns what it counted.
+    pub(crate) async fn run(mut self) -> LlmReport {
         loop {
-            let (epoch, deadline) = match &self.active {
-                Some(a) => (Some(a.epoch), Some(a.deadline)),
-                None => (None, None),
+            let (epoch, deadline, filler_at) = match &self.active {
+                Some(a) => (Some(a.epoch), a.deadline, a.filler_at),
+                None => (None, None, None),
             };
             tokio::select! {
                 biased;
                 () = shutdown(&mut self.shutdown) => break,
                 () = stale_opt(&mut self.floor, epoch) => self.on_stale(),
+                done = self.tools.next() => self.on_tool_done(done).await,
                 event = next_event(&mut self.active) => self.on_event(event).await,
                 () = sleep_until(deadline), if deadline.is_some() => {
                     self.on_stall().await;
                 }
+                () = sleep_until(filler_at), if filler_at.is_some() => self.on_filler().await,
                 input = self.inbox.recv(), if self.active.is_none() => match input {
                     Some(input) => self.on_input(input).await,
                     None => break,
                 },
             }
         }
-        if let Some(mut active) = self.active.take() {
-            active.stream.cancel();
+        if let Some(mut active) = self.active.take()
+            && let Some(stream) = active.stream.as_mut()
+        {
+            stream.cancel();
+        }
+        LlmReport {
+            usage: self.usage,
+            tools: self.tools.counters(),
         }
     }
 
@@ -132,18 +186,8 @@ impl LlmStage {
         match input {
             LlmInput::Start { epoch, user_text } => {
                 self.remember(Message::user(user_text));
-                let mut messages = Vec::with_capacity(self.history.len() + 1);
-                messages.push(self.system.clone());
-                messages.extend(self.history.iter().cloned());
-                let stream = self.provider.stream(LlmRequest::new(messages));
+                self.request(epoch, 0);
                 mark(&self.timeline, epoch, TurnEvent::LlmRequestSent, now());
-                self.active = Some(Active {
-                    epoch,
-                    stream,
-                    answer: String::new(),
-                    first_token: false,
-                    deadline: now() + self.stall_limit,
-                });
             }
             LlmInput::Speak { epoch, text } => {
                 self.remember(Message::assistant(text.as_str()));
@@ -156,6 +200,31 @@ impl LlmStage {
         }
     }
 
+    /// Requests completion `round` of `epoch`'s response over the conversation.
+    fn request(&mut self, epoch: Epoch, round: u32) {
+        let mut messages = Vec::with_capacity(self.history.len() + 1);
+        messages.push(self.system.clone());
+        messages.extend(self.history.iter().cloned());
+        let tools = self.tools.offer(round);
+        let tools_offered = !tools.is_empty();
+        let stream = self
+            .provider
+            .stream(LlmRequest::new(messages).with_tools(tools));
+        self.usage.requests += 1;
+        self.active = Some(Active {
+            epoch,
+            stream: Some(stream),
+            answer: String::new(),
+            first_token: round > 0,
+            deadline: Some(now() + self.stall_limit),
+            calls: ToolCallAssembler::default(),
+            round,
+            tools_offered,
+            pending_tools: 0,
+            filler_at: None,
+        });
+    }
+
     async fn on_event(&mut self, event: Option<LlmEvent>) {
         let Some(active) = self.active.as_mut() else {
             return;
@@ -163,19 +232,148 @@ impl LlmStage {
         let epoch = active.epoch;
         match event {
             Some(LlmEvent::TextDelta(text)) => {
-                if !active.first_token {
-                    active.first_token = true;
-                    mark(&self.timeline, epoch, TurnEvent::LlmFirstToken, now());
+                self.first_token(epoch);
+                if let Some(active) = self.active.as_mut() {
+                    active.answer.push_str(&text);
                 }
-                active.answer.push_str(&text);
-                active.deadline = now() + self.stall_limit;
                 let delta = SegInput::Delta { epoch, text };
                 forward(&self.segmenter, delta, epoch, &mut self.floor).await;
             }
+            Some(event @ LlmEvent::ToolCallDelta { .. }) => {
+                self.first_token(epoch);
+                if let Some(active) = self.active.as_mut() {
+                    active.calls.push(&event);
+                }
+            }
+            Some(LlmEvent::Usage {
+                input_tokens,
+                output_tokens,
+            }) => {
+                self.usage.input_tokens += u64::from(input_tokens);
+                self.usage.output_tokens += u64::from(output_tokens);
+            }
             Some(LlmEvent::Error(error)) => self.fail(&error).await,
-            Some(LlmEvent::Done) | None => self.end_response().await,
-            // Tool calls are not served yet; usage is not reported.
-            Some(_) => active.deadline = now() + self.stall_limit,
+            Some(LlmEvent::Done) | None => self.on_completion_end().await,
+            Some(_) => {}
+        }
+        if let Some(active) = self.active.as_mut()
+            && active.stream.is_some()
+        {
+            active.deadline = Some(now() + self.stall_limit);
+        }
+    }
+
+    /// Marks the response's first token (text or tool call), once.
+    fn first_token(&mut self, epoch: Epoch) {
+        if let Some(active) = self.active.as_mut()
+            && !active.first_token
+        {
+            active.first_token = true;
+            mark(&self.timeline, epoch, TurnEvent::LlmFirstToken, now());
+        }
+    }
+
+    /// A completion ended: the response ends, or its tool calls start.
+    async fn on_completion_end(&mut self) {
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        if active.calls.is_empty() {
+            return self.end_response().await;
+        }
+        let calls = std::mem::take(&mut active.calls).finish();
+        if !active.tools_offered {
+            // Past the round limit (or no tools at all): the calls are dropped.
+            self.tools.count_over_limit();
+            return self.end_response().await;
+        }
+        let calls = with_ids(calls, active.epoch, active.round);
+        self.start_tools(calls).await;
+    }
+
+    /// Records the assistant's calls with a placeholder result each, starts
+    /// them and flushes the text said before them.
+    async fn start_tools(&mut self, calls: Vec<ToolCall>) {
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        let epoch = active.epoch;
+        active.stream = None;
+        active.deadline = None;
+        active.pending_tools = calls.len();
+        if self.filler_said != Some(epoch) {
+            let filler = self.tools.settings().filler.as_ref();
+            active.filler_at = filler.map(|f| now() + f.after);
+        }
+        let text = std::mem::take(&mut active.answer);
+        self.remember(Message::assistant_with_tool_calls(text, calls.clone()));
+        for call in &calls {
+            self.remember(Message::tool_result(Arc::clone(&call.id), PENDING_RESULT));
+            self.events.emit(EngineEvent::ToolCallStarted {
+                epoch,
+                call_id: call.id.to_string(),
+                name: call.name.to_string(),
+                arguments: call.arguments.to_string(),
+            });
+        }
+        mark(&self.timeline, epoch, TurnEvent::ToolCallStart, now());
+        self.tools.start(epoch, &calls);
+        let flush = SegInput::Flush { epoch };
+        forward(&self.segmenter, flush, epoch, &mut self.floor).await;
+    }
+
+    /// A call finished: its result replaces its placeholder; the last of a
+    /// live round requests the next completion.
+    async fn on_tool_done(&mut self, done: ToolDone) {
+        let live = self
+            .active
+            .as_ref()
+            .is_some_and(|a| a.epoch == done.epoch && a.stream.is_none());
+        self.tools.count(&done, !live);
+        if let Some(slot) = self
+            .history
+            .iter_mut()
+            .find(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(&*done.call_id))
+        {
+            *slot = Message::tool_result(Arc::clone(&done.call_id), done.outcome.content.as_str());
+        }
+        mark(&self.timeline, done.epoch, TurnEvent::ToolCallEnd, now());
+        self.events.emit(EngineEvent::ToolCallFinished {
+            epoch: done.epoch,
+            call_id: done.call_id.to_string(),
+            name: done.name.to_string(),
+            is_error: done.outcome.is_error,
+            latency: done.latency,
+            late: !live,
+        });
+        let Some(active) = self.active.as_mut().filter(|_| live) else {
+            return;
+        };
+        active.pending_tools = active.pending_tools.saturating_sub(1);
+        if active.pending_tools == 0 {
+            let (epoch, round) = (active.epoch, active.round);
+            self.request(epoch, round + 1);
+        }
+    }
+
+    /// Tools run past the filler's delay: say it (once per turn).
+    async fn on_filler(&mut self) {
+        let Some(active) = self.active.as_mut() else {
+            return;
+        };
+        active.filler_at = None;
+        let epoch = active.epoch;
+        let Some(filler) = self.tools.settings().filler.clone() else {
+            return;
+        };
+        self.filler_said = Some(epoch);
+        let delta = SegInput::Delta {
+            epoch,
+            text: filler.text,
+        };
+        if forward(&self.segmenter, delta, epoch, &mut self.floor).await {
+            let flush = SegInput::Flush { epoch };
+            forward(&self.segmenter, flush, epoch, &mut self.floor).await;
         }
     }
 
@@ -190,8 +388,8 @@ impl LlmStage {
             waiting_for,
             after_ms: waited,
         };
-        if let Some(active) = self.active.as_mut() {
-            active.stream.cancel();
+        if let Some(stream) = self.active.as_mut().and_then(|a| a.stream.as_mut()) {
+            stream.cancel();
         }
         self.fail(&error).await;
     }
@@ -225,18 +423,24 @@ impl LlmStage {
     /// The response's epoch went stale: cancel at once, keep what was generated.
     fn on_stale(&mut self) {
         if let Some(mut active) = self.active.take() {
-            active.stream.cancel();
+            if let Some(stream) = active.stream.as_mut() {
+                stream.cancel();
+            }
             if !active.answer.is_empty() {
                 self.remember(Message::assistant(active.answer));
             }
         }
     }
 
+    /// Appends `message`, dropping the oldest beyond the limit; the history
+    /// never starts with a tool result (its call was dropped).
     fn remember(&mut self, message: Message) {
-        if self.history.len() == self.max_history {
-            self.history.remove(0);
-        }
         self.history.push(message);
+        let mut drop = self.history.len().saturating_sub(self.max_history);
+        while self.history.get(drop).is_some_and(|m| m.role == Role::Tool) {
+            drop += 1;
+        }
+        self.history.drain(..drop);
     }
 }
 
@@ -246,8 +450,8 @@ impl LlmStage {
 ///
 /// Cancel safe: [`LlmStream::next`] is.
 async fn next_event(active: &mut Option<Active>) -> Option<LlmEvent> {
-    match active {
-        Some(active) => active.stream.next().await,
+    match active.as_mut().and_then(|a| a.stream.as_mut()) {
+        Some(stream) => stream.next().await,
         None => std::future::pending().await,
     }
 }

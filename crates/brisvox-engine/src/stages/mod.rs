@@ -24,6 +24,7 @@ pub(crate) mod llm;
 pub(crate) mod output;
 pub(crate) mod segmenter;
 pub(crate) mod stt;
+pub(crate) mod tool_calls;
 pub(crate) mod tts;
 
 #[cfg(test)]

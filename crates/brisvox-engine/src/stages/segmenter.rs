@@ -4,7 +4,9 @@
 //! by the chunk limit, see brisvox-text) and marks `LlmFirstSentence` when a
 //! response's first chunk leaves, the moment its first audio can start. A
 //! response ends with `End`, after which the next delta starts a new response
-//! (first chunk again). Items of a stale epoch are dropped on sight and the
+//! (first chunk again). `Flush` speaks the pending text of a response that
+//! pauses for its tool calls (the text after them is cut as a new stream
+//! within the same response). Items of a stale epoch are dropped on sight and the
 //! pending text of a stale response is thrown away.
 
 use brisvox_core::Epoch;
@@ -20,6 +22,9 @@ use super::{SharedTimeline, forward, mark, now, shutdown};
 pub(crate) enum SegInput {
     /// More answer text of `epoch`.
     Delta { epoch: Epoch, text: String },
+    /// Speak what `epoch` has sent so far, even mid-sentence: the response
+    /// pauses (its tools run) but has not ended.
+    Flush { epoch: Epoch },
     /// `epoch`'s answer is complete (or failed).
     End { epoch: Epoch },
 }
@@ -69,6 +74,7 @@ impl SegmenterStage {
             };
             match input {
                 Some(SegInput::Delta { epoch, text }) => self.on_delta(epoch, &text).await,
+                Some(SegInput::Flush { epoch }) => self.on_flush(epoch).await,
                 Some(SegInput::End { epoch }) => self.on_end(epoch).await,
                 None => return,
             }
@@ -94,6 +100,16 @@ impl SegmenterStage {
             self.send_chunk(epoch, chunk).await;
         }
         self.chunks = chunks;
+    }
+
+    async fn on_flush(&mut self, epoch: Epoch) {
+        if self.is_stale(epoch) || self.active.is_none_or(|(e, _)| e != epoch) {
+            return;
+        }
+        if let Some(rest) = self.segmenter.finish() {
+            self.send_chunk(epoch, rest).await;
+        }
+        forward(&self.tts, TtsInput::Pause { epoch }, epoch, &mut self.floor).await;
     }
 
     async fn on_end(&mut self, epoch: Epoch) {

@@ -44,6 +44,10 @@ use crate::report::{FailureBook, ProviderStage};
 pub(crate) enum TtsInput {
     /// A chunk to speak in `epoch`.
     Chunk { epoch: Epoch, text: String },
+    /// `epoch`'s response waits (its tools run): what was sent may play out
+    /// and the provider may go quiet without that being a stall, until the
+    /// next chunk.
+    Pause { epoch: Epoch },
     /// `epoch`'s text is complete.
     End { epoch: Epoch },
 }
@@ -60,6 +64,8 @@ struct Current {
     failed: bool,
     /// When a missing first byte or next chunk counts as a stall.
     deadline: Option<Instant>,
+    /// The response waits for its tools: no stall is armed until more text.
+    paused: bool,
 }
 
 /// The TTS stage actor.
@@ -139,6 +145,7 @@ impl TtsStage {
                 () = sleep_until(deadline), if deadline.is_some() => self.on_stall().await,
                 input = self.inbox.recv() => match input {
                     Some(TtsInput::Chunk { epoch, text }) => self.on_chunk(epoch, text).await,
+                    Some(TtsInput::Pause { epoch }) => self.on_pause(epoch),
                     Some(TtsInput::End { epoch }) => self.on_end(epoch).await,
                     None => break,
                 },
@@ -185,10 +192,18 @@ impl TtsStage {
         }
         mark(&self.timeline, epoch, TurnEvent::TtsFirstText, now());
         if let Some(c) = self.current.as_mut()
-            && !c.got_audio
-            && c.deadline.is_none()
+            && ((!c.got_audio && c.deadline.is_none()) || c.paused)
         {
+            c.paused = false;
             c.deadline = Some(now() + self.stall_limit);
+        }
+    }
+
+    /// The response waits for its tools: disarm the stall timer until more text.
+    fn on_pause(&mut self, epoch: Epoch) {
+        if let Some(c) = self.current.as_mut().filter(|c| c.epoch == epoch) {
+            c.paused = true;
+            c.deadline = None;
         }
     }
 
@@ -206,6 +221,7 @@ impl TtsStage {
             got_audio: false,
             failed: false,
             deadline: None,
+            paused: false,
         };
         let started = self.start_context(ctx).await;
         self.current = Some(current);
@@ -303,7 +319,9 @@ impl TtsStage {
                 now(),
             );
         }
-        current.deadline = Some(now() + self.stall_limit);
+        if !current.paused {
+            current.deadline = Some(now() + self.stall_limit);
+        }
         if self.framer.push(samples, rate_hz).is_err() {
             self.fail(&ProviderError::protocol("tts audio at an unusable rate"))
                 .await;

@@ -146,6 +146,7 @@ impl Mocks {
             stt: Arc::new(self.stt.clone()),
             llm: Arc::new(self.llm.clone()),
             tts: Arc::new(self.tts.clone()),
+            tools: None,
         }
     }
 }
@@ -196,17 +197,105 @@ impl Run {
 
 /// Plays `samples` as the caller through `run_call` and returns what happened.
 pub async fn run(samples: Vec<i16>, config: EngineConfig, mocks: &Mocks, models: Models) -> Run {
+    run_with(samples, config, mocks.providers(), models).await
+}
+
+/// A tool executor for tests: each tool answers `answer(arguments)` after
+/// its delay on tokio's clock; a tool with no delay never answers.
+pub struct ScriptedTools {
+    pub tools: Vec<ScriptedTool>,
+    pub invocations: std::sync::Mutex<Vec<brisvox_engine::ToolInvocation>>,
+}
+
+/// One tool of [`ScriptedTools`].
+pub struct ScriptedTool {
+    pub name: &'static str,
+    /// `None`: the call never finishes (the engine's timeout cuts it).
+    pub delay: Option<Duration>,
+    pub answer: fn(&str) -> String,
+}
+
+impl ScriptedTools {
+    pub fn new(tools: Vec<ScriptedTool>) -> Arc<Self> {
+        Arc::new(ScriptedTools {
+            tools,
+            invocations: std::sync::Mutex::default(),
+        })
+    }
+
+    pub fn invocations(&self) -> Vec<brisvox_engine::ToolInvocation> {
+        self.invocations.lock().unwrap().clone()
+    }
+}
+
+impl brisvox_engine::ToolExecutor for ScriptedTools {
+    fn definitions(&self) -> Arc<[brisvox_providers::ToolDefinition]> {
+        self.tools
+            .iter()
+            .map(|t| brisvox_providers::ToolDefinition {
+                name: Arc::from(t.name),
+                description: Arc::from("a test tool"),
+                parameters: Arc::new(serde_json::json!({"type": "object"})),
+            })
+            .collect()
+    }
+
+    fn invoke(
+        &self,
+        call: brisvox_engine::ToolInvocation,
+    ) -> brisvox_providers::BoxFuture<'static, brisvox_engine::ToolOutcome> {
+        self.invocations.lock().unwrap().push(call.clone());
+        let Some(tool) = self.tools.iter().find(|t| t.name == &*call.name) else {
+            let outcome = brisvox_engine::ToolOutcome::error(format!("unknown tool {}", call.name));
+            return Box::pin(std::future::ready(outcome));
+        };
+        let (delay, answer) = (tool.delay, (tool.answer)(&call.arguments));
+        Box::pin(async move {
+            match delay {
+                Some(delay) => tokio::time::sleep(delay).await,
+                None => std::future::pending::<()>().await,
+            }
+            brisvox_engine::ToolOutcome::ok(answer)
+        })
+    }
+}
+
+/// The text of the last message of `request` with `role`.
+pub fn last_text(request: &brisvox_providers::LlmRequest, role: brisvox_providers::Role) -> String {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == role)
+        .map(|m| m.text.to_string())
+        .unwrap_or_default()
+}
+
+/// Whether the conversation of `request` ends with a tool result.
+pub fn ends_with_tool_result(request: &brisvox_providers::LlmRequest) -> bool {
+    request
+        .messages
+        .last()
+        .is_some_and(|m| m.role == brisvox_providers::Role::Tool)
+}
+
+/// Every text the mock TTS received, in order.
+pub fn tts_texts(mocks: &Mocks) -> Vec<String> {
+    mocks.tts.texts().into_iter().map(|(_, t)| t).collect()
+}
+
+/// Plays `samples` with `providers` (mocks plus tools) and returns what happened.
+pub async fn run_with(
+    samples: Vec<i16>,
+    config: EngineConfig,
+    providers: Providers,
+    models: Models,
+) -> Run {
     let (sink, log) = RecordingSink::new();
     let t0 = tokio::time::Instant::now().into_std();
-    let report = run_call(
-        config,
-        SimCaller::new(samples),
-        sink,
-        mocks.providers(),
-        models,
-    )
-    .await
-    .expect("a valid config");
+    let report = run_call(config, SimCaller::new(samples), sink, providers, models)
+        .await
+        .expect("a valid config");
     Run {
         report,
         sink: log,

@@ -61,6 +61,34 @@ pub enum MockAnswer {
         /// Its arguments, a JSON text.
         arguments: String,
     },
+    /// Text (possibly empty), then one or more tool calls in one response, as
+    /// the OpenAI-compatible adapter yields them: the text's tokens, then each
+    /// call's pieces under its own index (0, 1, ...).
+    ToolCalls {
+        /// Said before the calls (tokens as for [`MockAnswer::Text`]).
+        text: String,
+        /// The calls, in index order.
+        calls: Vec<MockToolCall>,
+    },
+}
+
+/// One tool call of a [`MockAnswer::ToolCalls`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockToolCall {
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments, a JSON text.
+    pub arguments: String,
+}
+
+impl MockToolCall {
+    /// A call of `name` with `arguments` (a JSON text).
+    pub fn new(name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        MockToolCall {
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
 }
 
 impl From<String> for MockAnswer {
@@ -362,24 +390,47 @@ fn answer_items(answer: &MockAnswer, words_per_token: usize, index: u64) -> VecD
             .map(LlmEvent::TextDelta)
             .collect(),
         MockAnswer::ToolCall { name, arguments } => {
-            let mut items = VecDeque::from([LlmEvent::ToolCallDelta {
-                index: 0,
-                id: Some(format!("call_{index}")),
-                name: Some(name.clone()),
-                arguments_delta: String::new(),
-            }]);
-            let chars: Vec<char> = arguments.chars().collect();
-            for piece in chars.chunks(TOOL_ARGUMENT_PIECE_BYTES) {
-                items.push_back(LlmEvent::ToolCallDelta {
-                    index: 0,
-                    id: None,
-                    name: None,
-                    arguments_delta: piece.iter().collect(),
-                });
+            tool_call_items(0, &format!("call_{index}"), name, arguments).collect()
+        }
+        MockAnswer::ToolCalls { text, calls } => {
+            let mut items: VecDeque<LlmEvent> = split_tokens(text, words_per_token)
+                .into_iter()
+                .map(LlmEvent::TextDelta)
+                .collect();
+            for (i, call) in (0u32..).zip(calls) {
+                let id = format!("call_{index}_{i}");
+                items.extend(tool_call_items(i, &id, &call.name, &call.arguments));
             }
             items
         }
     }
+}
+
+/// One call's pieces: the first with id and name, then the arguments in
+/// [`TOOL_ARGUMENT_PIECE_BYTES`]-character pieces.
+fn tool_call_items(
+    index: u32,
+    id: &str,
+    name: &str,
+    arguments: &str,
+) -> impl Iterator<Item = LlmEvent> {
+    let first = LlmEvent::ToolCallDelta {
+        index,
+        id: Some(id.to_owned()),
+        name: Some(name.to_owned()),
+        arguments_delta: String::new(),
+    };
+    let chars: Vec<char> = arguments.chars().collect();
+    let pieces: Vec<LlmEvent> = chars
+        .chunks(TOOL_ARGUMENT_PIECE_BYTES)
+        .map(|piece| LlmEvent::ToolCallDelta {
+            index,
+            id: None,
+            name: None,
+            arguments_delta: piece.iter().collect(),
+        })
+        .collect();
+    std::iter::once(first).chain(pieces)
 }
 
 /// `text` in tokens of `words_per_token` words, each word keeping the

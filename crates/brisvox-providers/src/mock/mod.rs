@@ -18,9 +18,9 @@ mod tts;
 
 pub use fault::{Fault, FaultPlan};
 pub use latency::{DetRng, Latency, MAX_LATENCY_MS};
-pub use llm::{LLM_HISTORY_CAPACITY, LlmStats, MockAnswer, MockLlm, MockLlmConfig};
+pub use llm::{LLM_HISTORY_CAPACITY, LlmStats, MockAnswer, MockLlm, MockLlmConfig, MockToolCall};
 pub use stt::{MAX_PENDING_FINALS, MockStt, MockSttConfig, SttStats};
-pub use tts::{MAX_OPEN_CONTEXTS, MockTts, MockTtsConfig, TtsStats};
+pub use tts::{MAX_OPEN_CONTEXTS, MockTts, MockTtsConfig, TTS_TEXT_HISTORY_CAPACITY, TtsStats};
 
 use tokio::time::Instant;
 

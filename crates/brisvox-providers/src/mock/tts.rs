@@ -22,6 +22,9 @@ use crate::{BoxFuture, ContextId, ProviderError, TtsConfig, TtsEvent, TtsProvide
 /// Contexts a mock session keeps open at once; a start beyond it fails that context.
 pub const MAX_OPEN_CONTEXTS: usize = 8;
 
+/// How many texts [`MockTts::texts`] keeps (oldest dropped first).
+pub const TTS_TEXT_HISTORY_CAPACITY: usize = 256;
+
 /// Timing and sound of the mock's speech.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MockTtsConfig {
@@ -98,6 +101,7 @@ struct Inner {
     config: Mutex<MockTtsConfig>,
     plans: Mutex<Plans>,
     counters: Counters,
+    texts: Mutex<std::collections::VecDeque<(ContextId, String)>>,
 }
 
 /// A mock TTS provider. Cheap to clone; clones share configuration and counters.
@@ -126,6 +130,7 @@ impl MockTts {
                 config: Mutex::new(config),
                 plans: Mutex::new(Plans::default()),
                 counters: Counters::default(),
+                texts: Mutex::default(),
             }),
         }
     }
@@ -155,6 +160,12 @@ impl MockTts {
             contexts_cancelled: c.contexts_cancelled.load(Ordering::Relaxed),
             audio_chunks: c.audio_chunks.load(Ordering::Relaxed),
         }
+    }
+
+    /// The last [`TTS_TEXT_HISTORY_CAPACITY`] texts sent to a context of any
+    /// session, oldest first, with their context.
+    pub fn texts(&self) -> Vec<(ContextId, String)> {
+        lock(&self.inner.texts).iter().cloned().collect()
     }
 
     /// The first-byte delay context `index` draws (before any fault), for tests.
@@ -330,12 +341,21 @@ impl SessionState {
             .fetch_add(retired, Ordering::Relaxed);
     }
 
+    fn record_text(&self, ctx: ContextId, text: &str) {
+        let mut texts = lock(&self.inner.texts);
+        if texts.len() == TTS_TEXT_HISTORY_CAPACITY {
+            texts.pop_front();
+        }
+        texts.push_back((ctx, text.to_owned()));
+    }
+
     /// Handles one input; false when the session ends.
     async fn on_input(&mut self, input: Option<TtsInput>, events: &mpsc::Sender<TtsEvent>) -> bool {
         match input {
             None | Some(TtsInput::Close) => return false,
             Some(TtsInput::Start(id)) => return self.start(id, events).await,
             Some(TtsInput::Text { ctx, text }) => {
+                self.record_text(ctx, &text);
                 let ms_per_char = u64::from(self.mock.ms_per_char);
                 let Some(i) = self.open.iter().position(|c| c.id == ctx) else {
                     return true;
