@@ -1,11 +1,12 @@
 //! No allocation after construction on the media path: a counting global
-//! allocator (`tests/counting_alloc`) watches StreamResampler and OutputFramer
+//! allocator (the test kit's, per thread) watches StreamResampler and OutputFramer
 //! in steady state.
 
-mod counting_alloc;
-
 use brisvox_audio::{OutputFramer, StreamResampler};
-use counting_alloc::allocations;
+use brisvox_testkit::alloc::{CountingAllocator, thread_allocations as allocations};
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 const RATES: [u32; 5] = [8_000, 16_000, 22_050, 24_000, 48_000];
 

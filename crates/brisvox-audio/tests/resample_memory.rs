@@ -3,11 +3,12 @@
 //! pairs a few tens of KB.
 //! `cargo test -p brisvox-audio --test resample_memory -- --nocapture` prints the figures.
 
-mod counting_alloc;
-
 use brisvox_audio::StreamResampler;
 use brisvox_audio::resample::{ResamplerKind, SINC_OVERSAMPLING};
-use counting_alloc::live_bytes;
+use brisvox_testkit::alloc::{CountingAllocator, thread_live_bytes as live_bytes};
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 const RATES: [u32; 5] = [8_000, 16_000, 22_050, 24_000, 48_000];
 
@@ -28,7 +29,7 @@ fn each_instance_retains_its_filter_and_buffers_within_bounds() {
             );
             match kind {
                 ResamplerKind::Sinc { sinc_len } => {
-                    let table = (SINC_OVERSAMPLING * sinc_len * 4) as isize;
+                    let table = (SINC_OVERSAMPLING * sinc_len * 4) as i64;
                     assert!(
                         retained >= table,
                         "{in_hz} -> {out_hz}: {retained} B < table {table} B"

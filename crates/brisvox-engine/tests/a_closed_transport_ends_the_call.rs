@@ -5,11 +5,10 @@
 
 mod common;
 
-use std::time::Duration;
-
 use brisvox_core::AudioFrame;
 use brisvox_engine::sim::SimCaller;
 use brisvox_engine::{CallEnd, Models, TransportClosed, TransportSink, run_call};
+use brisvox_testkit::tasks::{alive_tasks, until_alive_tasks};
 use common::*;
 
 /// Takes `left` frames, then refuses.
@@ -31,8 +30,7 @@ impl TransportSink for ClosingSink {
 
 #[tokio::test(start_paused = true)]
 async fn a_refused_frame_ends_the_call() {
-    let metrics = tokio::runtime::Handle::current().metrics();
-    let baseline = metrics.num_alive_tasks();
+    let baseline = alive_tasks();
     let fx = fixture("en_two_utterances");
     let mocks = Mocks::fixed(60);
     let caller = SimCaller::new(then_silence(fx.samples, 3_000));
@@ -49,6 +47,5 @@ async fn a_refused_frame_ends_the_call() {
     assert_eq!(report.end, CallEnd::TransportClosed);
     assert_eq!(report.frames_out, 10);
     assert!(report.frames_in < frames);
-    tokio::time::sleep(Duration::from_millis(1)).await;
-    assert_eq!(metrics.num_alive_tasks(), baseline);
+    until_alive_tasks(baseline, "the call's tasks end").await;
 }

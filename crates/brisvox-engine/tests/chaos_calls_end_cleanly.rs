@@ -13,14 +13,15 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use brisvox_core::timeline::TurnEvent;
 use brisvox_engine::{CallEnd, CallReport, Models, ProviderStage};
 use brisvox_providers::mock::{Fault, FaultPlan, Latency, MockLlmConfig};
 use brisvox_providers::{ErrorKind, ProviderError};
+use brisvox_testkit::alloc::{CountingAllocator, live_bytes};
+use brisvox_testkit::tasks::{alive_tasks, until_alive_tasks};
 use common::*;
 
 const CALLS: u64 = 100;
@@ -35,38 +36,11 @@ const HANGUP_AFTER_END_MS: u64 = 1_900;
 /// tables); one leaked call would be several times this.
 const HEAP_SLACK_BYTES: i64 = 16 * 1024;
 
-/// Bytes allocated and not yet freed, over the whole process.
-static LIVE: AtomicI64 = AtomicI64::new(0);
 /// Panics seen by the hook.
 static PANICS: AtomicU64 = AtomicU64::new(0);
 
-struct LiveBytes;
-
-// The workspace denies unsafe code; a global allocator cannot be written
-// without it, so this test opts in. Every method delegates to `System`.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for LiveBytes {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: LiveBytes = LiveBytes;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// The fault a call gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,14 +235,13 @@ async fn a_hundred_faulty_calls_end_cleanly() {
     // The wall clock, for the suite's runtime (the calls run on the paused clock).
     #[allow(clippy::disallowed_methods)]
     let wall = Instant::now();
-    let metrics = tokio::runtime::Handle::current().metrics();
+    let tasks = alive_tasks();
     let fx = fixture("en_two_utterances");
     // One clean call first: lazily built runtime and timer state is not a leak.
     let warm = one_call(1_000, Chaos::None, 0, &fx).await;
     drop(warm);
-    tokio::time::sleep(Duration::from_millis(1)).await;
-    let tasks = metrics.num_alive_tasks();
-    let heap = LIVE.load(Ordering::Relaxed);
+    until_alive_tasks(tasks, "the warm-up call's tasks end").await;
+    let heap = live_bytes();
     let mut per_kind = [0u64; KINDS.len()];
     let mut mid_answer = 0;
     let mut failures = 0;
@@ -287,10 +260,9 @@ async fn a_hundred_faulty_calls_end_cleanly() {
         per_kind[kind] += 1;
         drop((run, mocks));
         // Provider session tasks see their channels close and end on their next poll.
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        assert_eq!(metrics.num_alive_tasks(), tasks, "seed {seed}: tasks left");
+        until_alive_tasks(tasks, format_args!("seed {seed}: no task left")).await;
     }
-    let grown = LIVE.load(Ordering::Relaxed) - heap;
+    let grown = live_bytes() - heap;
     println!(
         "{CALLS} calls ({:?}), {failures} provider failures counted, {mid_answer} hang-ups \
          mid-answer, heap {grown:+} bytes over the baseline, {} panics, wall {:?}",

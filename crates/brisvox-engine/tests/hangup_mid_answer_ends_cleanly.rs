@@ -5,16 +5,14 @@
 
 mod common;
 
-use std::time::Duration;
-
 use brisvox_core::timeline::TurnEvent;
 use brisvox_engine::{CallEnd, Models};
+use brisvox_testkit::tasks::{alive_tasks, until_alive_tasks};
 use common::*;
 
 #[tokio::test(start_paused = true)]
 async fn hanging_up_mid_answer_leaves_no_task() {
-    let metrics = tokio::runtime::Handle::current().metrics();
-    let before = metrics.num_alive_tasks();
+    let before = alive_tasks();
     let fx = fixture("en_two_utterances");
     let (_, end) = fx.utterances[0];
     // The answer starts ~0.94 s after the end of speech; hang up 0.4 s into it.
@@ -41,7 +39,6 @@ async fn hanging_up_mid_answer_leaves_no_task() {
         "audio at {last_frame} after the hang-up"
     );
     // Provider session tasks see their channels close and end on their next poll.
-    tokio::time::sleep(Duration::from_millis(1)).await;
-    assert_eq!(metrics.num_alive_tasks(), before, "tasks left behind");
+    until_alive_tasks(before, "no task left behind").await;
     assert_eq!(mocks.llm.stats().started, 1);
 }

@@ -4,13 +4,11 @@
 //! the allocator is not called.
 //! While an answer plays, the only allocations are the provider's own audio
 //! chunks (the mock TTS hands each chunk over in a `Vec`).
-//! (A counting global allocator, per thread; paused clock on the test's
+//! (The test kit's counting global allocator, per thread; paused clock on the test's
 //! thread, energy VAD, fixed "complete" verdict, fixed mock latencies.)
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -18,49 +16,11 @@ use std::time::Duration;
 use brisvox_core::AudioFrame;
 use brisvox_engine::sim::{RecordingSink, SimCaller};
 use brisvox_engine::{Models, TransportClosed, TransportSink, run_call};
+use brisvox_testkit::alloc::{CountingAllocator, thread_allocations as allocations};
 use common::*;
 
-struct Counting;
-
-thread_local! {
-    /// Allocations made by this thread (each test's runtime runs on its own
-    /// thread, so tests running in parallel do not see each other's).
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count() {
-    // try_with: a thread being torn down has no counter any more.
-    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-}
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
-
-// The workspace denies unsafe code; a global allocator cannot be written
-// without it, so this test opts in. Every method delegates to `System`.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// A sink that keeps nothing (the recording sink's log would allocate).
 struct CountingSink(Arc<AtomicU64>);

@@ -19,9 +19,7 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use brisvox_engine::sim::{RecordingSink, SimCaller};
@@ -32,6 +30,8 @@ use brisvox_models::runtime::models_required;
 use brisvox_models::smart_turn::{SmartTurn, SmartTurnConfig, SmartTurnService};
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::{SileroModel, SileroRate};
+use brisvox_testkit::alloc::{CountingAllocator, live_bytes, peak_bytes, reset_peak};
+use brisvox_testkit::tasks::{alive_tasks, until_alive_tasks};
 use common::*;
 
 /// The regression bound per call, in bytes. The DESIGN.md goal is 600 KiB and
@@ -43,41 +43,8 @@ const BOUND_PER_CALL: i64 = 700 * 1024;
 /// The goal, printed next to the measurement.
 const GOAL_PER_CALL: i64 = 600 * 1024;
 
-static LIVE: AtomicI64 = AtomicI64::new(0);
-static PEAK: AtomicI64 = AtomicI64::new(0);
-
-struct LiveBytes;
-
-fn grow(by: i64) {
-    let live = LIVE.fetch_add(by, Ordering::Relaxed) + by;
-    PEAK.fetch_max(live, Ordering::Relaxed);
-}
-
-// The workspace denies unsafe code; a global allocator cannot be written
-// without it, so this test opts in. Every method delegates to `System`.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for LiveBytes {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        grow(layout.size() as i64);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as i64, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        grow(new_size as i64 - layout.size() as i64);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: LiveBytes = LiveBytes;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 /// The shared models (loaded once), or `None` when they are missing and not required.
 fn real_models() -> Option<(Arc<SileroModel>, Arc<SmartTurn>)> {
@@ -133,8 +100,7 @@ async fn per_call(n: usize, shared: &Models, with_models: bool) -> (i64, i64) {
         incomplete_timeout: Duration::from_millis(500),
     };
     let all_mocks: Vec<Mocks> = (0..n).map(|i| Mocks::fixed(i as u64)).collect();
-    let baseline = LIVE.load(Ordering::Relaxed);
-    PEAK.store(baseline, Ordering::Relaxed);
+    let baseline = reset_peak();
     let calls: Vec<_> = all_mocks
         .iter()
         .map(|mocks| {
@@ -154,7 +120,7 @@ async fn per_call(n: usize, shared: &Models, with_models: bool) -> (i64, i64) {
         .collect();
     // The answers start ~0.9 s after the end of speech (3.07 s) and play ~0.8 s.
     tokio::time::sleep(Duration::from_millis(4_100)).await;
-    let answering = LIVE.load(Ordering::Relaxed) - baseline;
+    let answering = live_bytes() - baseline;
     let mut answered = 0;
     for call in calls {
         let report = call.await.expect("the call task").expect("a valid config");
@@ -163,7 +129,7 @@ async fn per_call(n: usize, shared: &Models, with_models: bool) -> (i64, i64) {
         answered += report.turn_counters.responses;
     }
     assert_eq!(answered, n as u64, "every call answered its turn");
-    let peak = PEAK.load(Ordering::Relaxed) - baseline;
+    let peak = peak_bytes() - baseline;
     (peak / n as i64, answering / n as i64)
 }
 
@@ -173,10 +139,11 @@ async fn a_call_with_the_models_stays_under_its_memory_bound() {
         return;
     };
     let shared = models(&silero, &turn);
+    let tasks = alive_tasks();
     // A warm-up call: lazily built runtime, model and service state is shared.
     per_call(1, &shared, true).await;
-    tokio::time::sleep(Duration::from_millis(1)).await;
-    let idle = LIVE.load(Ordering::Relaxed);
+    until_alive_tasks(tasks, "the warm-up call's tasks end").await;
+    let idle = live_bytes();
     let (bare, _) = per_call(8, &shared, false).await;
     println!(
         "memory: 8 calls at once without models (energy VAD, fixed verdict): peak {:.1} KiB per call",
@@ -184,8 +151,8 @@ async fn a_call_with_the_models_stays_under_its_memory_bound() {
     );
     for n in [8, 100] {
         let (peak, answering) = per_call(n, &shared, true).await;
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        let left = LIVE.load(Ordering::Relaxed) - idle;
+        until_alive_tasks(tasks, format_args!("the {n} calls' tasks end")).await;
+        let left = live_bytes() - idle;
         println!(
             "memory: {n} calls at once: peak {:.1} KiB per call, {:.1} KiB per call while \
              answering; {left:+} bytes left after the calls",

@@ -6,17 +6,15 @@
 
 mod common;
 
-use std::time::Duration;
-
 use brisvox_engine::{CallEnd, Models, ProviderStage};
 use brisvox_providers::ProviderError;
 use brisvox_providers::mock::{Fault, FaultPlan};
+use brisvox_testkit::tasks::{alive_tasks, until_alive_tasks};
 use common::*;
 
 #[tokio::test(start_paused = true)]
 async fn a_lost_stt_that_cannot_reconnect_ends_the_call() {
-    let metrics = tokio::runtime::Handle::current().metrics();
-    let baseline = metrics.num_alive_tasks();
+    let baseline = alive_tasks();
     let fx = fixture("en_two_utterances");
     let mocks = Mocks::fixed(50);
     // Utterance 1 (the second turn) drops the session; the reconnect is refused.
@@ -46,8 +44,7 @@ async fn a_lost_stt_that_cannot_reconnect_ends_the_call() {
         r.frames_in < total_frames,
         "ended before the caller hung up"
     );
-    tokio::time::sleep(Duration::from_millis(1)).await;
-    assert_eq!(metrics.num_alive_tasks(), baseline);
+    until_alive_tasks(baseline, "the call's tasks end").await;
 }
 
 #[tokio::test(start_paused = true)]

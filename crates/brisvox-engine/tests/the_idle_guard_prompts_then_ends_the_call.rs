@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use brisvox_engine::turn::{EndReason, IdleConfig};
 use brisvox_engine::{CallEnd, Models};
+use brisvox_testkit::tasks::{alive_tasks, until_alive_tasks};
 use common::*;
 
 #[tokio::test(start_paused = true)]
 async fn silence_gets_a_prompt_then_the_call_ends() {
-    let metrics = tokio::runtime::Handle::current().metrics();
-    let baseline = metrics.num_alive_tasks();
+    let baseline = alive_tasks();
     let mocks = Mocks::fixed(10);
     let mut config = sim_config();
     config.turn.idle = Some(IdleConfig {
@@ -45,6 +45,5 @@ async fn silence_gets_a_prompt_then_the_call_ends() {
         (ended_ms - (last + 2_000.0)).abs() <= 40.0,
         "{ended_ms} vs {last}"
     );
-    tokio::time::sleep(Duration::from_millis(1)).await;
-    assert_eq!(metrics.num_alive_tasks(), baseline);
+    until_alive_tasks(baseline, "the call's tasks end").await;
 }

@@ -1,51 +1,14 @@
 //! After construction, pushing frames into the ring, snapshotting it into a sized
 //! buffer and computing features into a caller's buffer allocate nothing (counted
-//! on the calling thread by a counting global allocator).
-
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+//! on the calling thread by the test kit's counting global allocator).
 
 use brisvox_models::smart_turn::{
     FEATURES_LEN, FRAME_SAMPLES, FeatureExtractor, SmartTurnRing, snapshot_buffer,
 };
-
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: every method forwards to `System` with its arguments unchanged; the
-// counter is a const-initialised thread-local Cell that never allocates.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: forwarded; the caller upholds `alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded; `ptr` came from `System.alloc` above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.with(|c| c.set(c.get() + 1));
-        // SAFETY: forwarded; the caller upholds `realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+use brisvox_testkit::alloc::{CountingAllocator, allocations_during};
 
 #[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
-
-fn allocations_during(f: impl FnOnce()) -> u64 {
-    let before = ALLOCATIONS.with(Cell::get);
-    f();
-    ALLOCATIONS.with(Cell::get) - before
-}
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 #[test]
 fn ring_pushes_and_snapshots_do_not_allocate() {

@@ -2,13 +2,8 @@
 //! submitting a window while a batch job is already scheduled, and the detector.
 //! (A model run itself allocates inside ONNX Runtime and `ort`, once per batch.)
 
-// A counting global allocator needs `unsafe impl GlobalAlloc`.
-#![allow(unsafe_code)]
-
 mod vad_common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
@@ -16,41 +11,11 @@ use brisvox_models::pool::{InferencePool, PoolConfig, Priority};
 use brisvox_models::vad::detector::{VadDetector, VadParams};
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::SileroRate;
+use brisvox_testkit::alloc::{CountingAllocator, thread_allocations as allocations_on_this_thread};
 use vad_common::{goldens, model_or_skip};
 
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-struct Counting;
-
-// SAFETY: forwards every call to `System` unchanged; the counter is a const-initialised
-// thread-local `Cell` (no allocation, no re-entrancy into the allocator).
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: forwarded; the caller upholds `alloc`'s contract.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded; `ptr` came from `System` with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: forwarded; the caller upholds `realloc`'s contract.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-fn allocations_on_this_thread() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 #[test]
 fn submitting_windows_and_detecting_allocate_nothing_once_warm() {

@@ -1,48 +1,17 @@
 //! The segmenter allocates about once per emitted chunk: at most 4 per chunk
 //! plus 3 per push for text with sentence ends, plus a constant (a
 //! per-char allocation would exceed it).
-//!
-//! The counting allocator needs `unsafe impl GlobalAlloc`; it only forwards
-//! to the system allocator and counts, so `unsafe_code` is allowed in this
-//! test file alone.
-#![allow(unsafe_code)]
+//! (The test kit's counting allocator, per thread.)
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
+use brisvox_testkit::alloc::{CountingAllocator, thread_allocations};
 use brisvox_text::Language;
 use brisvox_text::segment::{Segmenter, SegmenterConfig};
 
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-// SAFETY: every call forwards to `System` with the caller's arguments; the
-// counter is a const-initialised thread-local that never allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCS.try_with(|n| n.set(n.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn allocs() -> usize {
-    ALLOCS.with(Cell::get)
+    thread_allocations() as usize
 }
 
 /// Pushes `text` in `size`-char deltas; returns (allocations, chunks, pushes).

@@ -495,6 +495,7 @@ mod tests {
     use brisvox_models::pool::{InferencePool, PoolConfig, Priority};
     use brisvox_models::runtime::models_required;
     use brisvox_models::smart_turn::{SmartTurn, SmartTurnConfig};
+    use brisvox_testkit::{PATIENCE, eventually};
 
     use super::*;
     use crate::turn::TurnConfig;
@@ -569,16 +570,10 @@ mod tests {
 
         release.send(()).expect("the holding job waits");
         // The pool's thread runs on the wall clock, not tokio's paused one.
-        #[allow(clippy::disallowed_methods)]
-        let waited = std::time::Instant::now();
-        while pool.stats().completed + pool.stats().cancelled < 2 {
-            assert!(
-                waited.elapsed() < Duration::from_secs(10),
-                "{:?}",
-                pool.stats()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        eventually(PATIENCE, "the pool ends both jobs", || {
+            let stats = pool.stats();
+            stats.completed + stats.cancelled == 2
+        });
         let stats = pool.stats();
         assert_eq!(stats.cancelled, 1, "{stats:?}");
         assert_eq!(stats.completed, 1, "only the holding job ran: {stats:?}");
