@@ -6,6 +6,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use brisvox_models::pool::{InferencePool, PoolConfig, PoolError, Priority};
+use brisvox_testkit::{PATIENCE, eventually};
 
 #[test]
 fn a_job_not_started_by_its_deadline_never_runs() {
@@ -25,12 +26,11 @@ fn a_job_not_started_by_its_deadline_never_runs() {
 
     let ran = Arc::new(AtomicBool::new(false));
     let ran_in_job = Arc::clone(&ran);
+    let late_deadline = Instant::now() + Duration::from_millis(20);
     let late = pool
-        .submit(
-            Priority::High,
-            Some(Instant::now() + Duration::from_millis(20)),
-            move || ran_in_job.store(true, Ordering::SeqCst),
-        )
+        .submit(Priority::High, Some(late_deadline), move || {
+            ran_in_job.store(true, Ordering::SeqCst)
+        })
         .unwrap();
     let in_time = pool
         .submit(
@@ -39,7 +39,10 @@ fn a_job_not_started_by_its_deadline_never_runs() {
             || 5,
         )
         .unwrap();
-    std::thread::sleep(Duration::from_millis(60));
+    // The worker is busy until released: let the late job's deadline pass first.
+    eventually(PATIENCE, "the late job's deadline passed", || {
+        Instant::now() > late_deadline
+    });
     release_tx.send(()).unwrap();
 
     blocker.wait().unwrap();

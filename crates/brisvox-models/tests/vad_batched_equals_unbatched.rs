@@ -4,11 +4,12 @@
 mod vad_common;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use brisvox_models::pool::{InferencePool, PoolConfig};
 use brisvox_models::vad::service::{VadService, VadServiceConfig, VadStream};
 use brisvox_models::vad::silero::{SileroRate, SileroState};
+use brisvox_testkit::eventually;
 use vad_common::{Golden, TOLERANCE, goldens, max_abs_diff, model_or_skip};
 
 type Received = Arc<Mutex<Vec<(u64, f32)>>>;
@@ -72,20 +73,18 @@ fn run_interleaved(rate: SileroRate, copies: usize, seed: u64) {
             assert_eq!(streams[s].submit(group[s].window(i)).unwrap(), i as u64);
             submitted += 1;
             if rng.next(50) == 0 {
+                // A pause in the arrivals (not a handshake): batches of every size.
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while received
-        .iter()
-        .map(|r| r.lock().unwrap().len())
-        .sum::<usize>()
-        < total
-    {
-        assert!(Instant::now() < deadline, "outcomes missing");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    eventually(Duration::from_secs(120), "every outcome arrived", || {
+        received
+            .iter()
+            .map(|r| r.lock().unwrap().len())
+            .sum::<usize>()
+            == total
+    });
 
     for (s, g) in group.iter().enumerate() {
         let got = received[s].lock().unwrap();
