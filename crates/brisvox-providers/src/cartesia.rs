@@ -13,8 +13,29 @@
 //! [`CARTESIA_REFUSAL_RETRY_MS`] up to [`CARTESIA_REFUSAL_RETRIES`] times with
 //! the text sent so far; only then does its error reach the engine.
 //!
-//! The key travels in the `X-API-Key` header, the API version in
-//! `Cartesia-Version`; neither is in the URL.
+//! Documented behaviour this adapter follows (each decision's page):
+//!
+//! - **Auth.** `Authorization: Bearer <key>` and `Cartesia-Version` headers:
+//!   "To use your API key, include Authorization: Bearer <api_key> in the HTTP
+//!   headers" (<https://docs.cartesia.ai/api-reference>), and "Cartesia accepts
+//!   both `X-Api-Key` and `Authorization` headers for server-side
+//!   authentication", shown on `wss://api.cartesia.ai/tts/websocket`
+//!   (<https://docs.cartesia.ai/get-started/authenticate-your-client-applications>).
+//!   The `?api_key=` query parameter of the 2024-11-13 pages is not used: a
+//!   key never enters a URL here.
+//! - **Buffering.** Each request carries `max_buffer_delay_ms` (0 unless
+//!   configured): brisvox sends segmenter-cut clauses, and Cartesia warns that
+//!   clause-sized text with the 3000 ms default "may wait up to 3000ms for
+//!   additional input before generating speech"
+//!   (<https://docs.cartesia.ai/use-the-api/tts-websocket/buffering>).
+//! - **Expiry.** "Contexts automatically expire 1 second after the last audio
+//!   output is streamed out" (<https://docs.cartesia.ai/use-the-api/tts-websocket/contexts>):
+//!   text that continues a context idle for [`CARTESIA_IDLE_ROTATE_MS`] after
+//!   its last audio goes to a fresh context id, and a flush that finds the
+//!   context idle ends it without a message (see [`crate::vendors`]' `ws_ctx`).
+//! - **Word timing.** `add_timestamps: true`; `timestamps` messages
+//!   (`word_timestamps {words, start, end}` in seconds from the context's
+//!   start) become [`crate::TtsEvent::Words`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,14 +47,20 @@ use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 
 use crate::tts::TtsSession;
-use crate::vendors::ws_tts::{Incoming, TtsWire, WsTtsSession, WsTtsTiming};
+use crate::vendors::ws_tts::{Incoming, TtsWire, WordsFrom, WsTtsSession, WsTtsTiming};
 use crate::vendors::{ApiKey, connect_ws, safe_code};
-use crate::{BoxFuture, ProviderError, TtsConfig, TtsProvider};
+use crate::{BoxFuture, ProviderError, TtsConfig, TtsProvider, WordTiming};
 
 /// Cartesia's websocket endpoint.
 pub const CARTESIA_URL: &str = "wss://api.cartesia.ai/tts/websocket";
-/// The `Cartesia-Version` sent unless configured otherwise.
-pub const CARTESIA_VERSION: &str = "2025-04-16";
+/// The `Cartesia-Version` sent unless configured otherwise: the version whose
+/// websocket reference the adapter and its fixtures follow
+/// (<https://docs.cartesia.ai/2026-03-01/api-reference/tts/websocket>).
+pub const CARTESIA_VERSION: &str = "2026-03-01";
+/// A context idle this long after its last audio is treated as expired
+/// (Cartesia expires it 1 s after its last audio streamed out; the margin
+/// covers the network), in ms.
+pub const CARTESIA_IDLE_ROTATE_MS: u64 = 600;
 /// Pause before a refused context is re-opened, in ms.
 pub const CARTESIA_REFUSAL_RETRY_MS: u64 = 300;
 /// Re-openings of a refused context before the error is reported.
@@ -45,7 +72,7 @@ pub const CARTESIA_REFUSAL_RETRIES: u32 = 4;
 pub struct CartesiaConfig {
     /// Websocket URL, [`CARTESIA_URL`] unless testing.
     pub url: String,
-    /// Sent as `X-API-Key`; never logged.
+    /// Sent as `Authorization: Bearer`; never logged.
     pub api_key: ApiKey,
     /// `Cartesia-Version` header.
     pub version: String,
@@ -63,6 +90,11 @@ pub struct CartesiaConfig {
     pub refusal_retries: u32,
     /// Interval of websocket pings on an idle session, in ms.
     pub keepalive_ms: u64,
+    /// `max_buffer_delay_ms` sent with every request (0: speak each chunk at
+    /// once; Cartesia's range 0 to 5000, its default 3000).
+    pub max_buffer_delay_ms: u32,
+    /// Ask for word timestamps (`add_timestamps`).
+    pub word_timestamps: bool,
 }
 
 impl CartesiaConfig {
@@ -80,7 +112,16 @@ impl CartesiaConfig {
             refusal_retry_ms: CARTESIA_REFUSAL_RETRY_MS,
             refusal_retries: CARTESIA_REFUSAL_RETRIES,
             keepalive_ms: 30_000,
+            max_buffer_delay_ms: 0,
+            word_timestamps: true,
         }
+    }
+
+    /// The same settings with another `max_buffer_delay_ms` (clamped to 5000).
+    #[must_use]
+    pub fn with_max_buffer_delay_ms(mut self, ms: u32) -> Self {
+        self.max_buffer_delay_ms = ms.min(5_000);
+        self
     }
 
     /// The same settings with another websocket URL (a fake server).
@@ -128,8 +169,8 @@ impl TtsProvider for CartesiaTts {
             let c = &self.config;
             let headers = vec![
                 (
-                    HeaderName::from_static("x-api-key"),
-                    c.api_key.header_value("")?,
+                    HeaderName::from_static("authorization"),
+                    c.api_key.header_value("Bearer ")?,
                 ),
                 (
                     HeaderName::from_static("cartesia-version"),
@@ -140,13 +181,14 @@ impl TtsProvider for CartesiaTts {
             let timeout = Duration::from_millis(c.connect_timeout_ms);
             let socket = connect_ws(&c.url, headers, timeout).await?;
             let wire = CartesiaWire::new(c, &config);
-            let timing = WsTtsTiming {
-                first_audio_timeout_ms: c.first_audio_timeout_ms,
-                refusal_retry_ms: c.refusal_retry_ms,
-                refusal_retries: c.refusal_retries,
-                keepalive_ms: c.keepalive_ms,
-                sample_rate_hz: config.sample_rate_hz,
-            };
+            let mut timing = WsTtsTiming::new(
+                c.first_audio_timeout_ms,
+                c.keepalive_ms,
+                config.sample_rate_hz,
+            );
+            timing.refusal_retry_ms = c.refusal_retry_ms;
+            timing.refusal_retries = c.refusal_retries;
+            timing.idle_rotate_ms = Some(CARTESIA_IDLE_ROTATE_MS);
             let (session, backend) = TtsSession::channel();
             tokio::spawn(WsTtsSession::new(wire, socket, backend, timing).run());
             Ok(session)
@@ -177,6 +219,13 @@ impl CartesiaWire {
             // Cartesia wants the primary subtag ("en", "tr").
             let primary = language.split(['-', '_']).next().unwrap_or(language);
             base.insert("language".into(), json!(primary.to_ascii_lowercase()));
+        }
+        base.insert(
+            "max_buffer_delay_ms".into(),
+            json!(defaults.max_buffer_delay_ms),
+        );
+        if defaults.word_timestamps {
+            base.insert("add_timestamps".into(), json!(true));
         }
         CartesiaWire { base }
     }
@@ -248,11 +297,41 @@ fn parse_message(text: &str) -> Incoming {
                 None => Incoming::SessionError(error),
             }
         }
-        (Some("timestamps" | "phoneme_timestamps" | "flush_done"), _) => Incoming::Ignore,
+        (Some("timestamps"), Some(wire)) => timestamps(&m, wire),
+        (Some("phoneme_timestamps" | "flush_done"), _) => Incoming::Ignore,
         (Some(_), _) => Incoming::Ignore,
         (None, _) => {
             Incoming::SessionError(ProviderError::protocol("Cartesia message without type"))
         }
+    }
+}
+
+/// A `timestamps` message: `word_timestamps {words, start, end}` (seconds from
+/// the context's first audio) as words; malformed timing is ignored, never fatal.
+fn timestamps(m: &serde_json::Map<String, Value>, wire: String) -> Incoming {
+    let t = m.get("word_timestamps");
+    let list = |k: &str| t.and_then(|t| t.get(k)).and_then(Value::as_array);
+    let (Some(words), Some(starts), Some(ends)) = (list("words"), list("start"), list("end"))
+    else {
+        return Incoming::Ignore;
+    };
+    let words = words
+        .iter()
+        .zip(starts)
+        .zip(ends)
+        .filter_map(|((w, s), e)| {
+            Some(WordTiming::from_secs(
+                w.as_str()?,
+                0,
+                s.as_f64()?,
+                e.as_f64()?,
+            ))
+        })
+        .collect();
+    Incoming::Words {
+        wire,
+        words,
+        from: WordsFrom::WireStart,
     }
 }
 

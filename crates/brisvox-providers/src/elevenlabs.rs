@@ -16,6 +16,27 @@
 //! producing audio), plus a websocket ping for the connection.
 //!
 //! The key travels in the `xi-api-key` header, never in the URL.
+//!
+//! Documented behaviour this adapter follows (each decision's page):
+//!
+//! - **No chunk schedule.** The URL asks for `auto_mode=true`: "Reduces latency
+//!   by disabling chunk schedule and buffers. Recommended for full
+//!   sentences/phrases"; without it the first audio waits for the default
+//!   `chunk_length_schedule` of 120 characters
+//!   (<https://elevenlabs.io/docs/api-reference/text-to-speech/v-1-text-to-speech-voice-id-multi-stream-input>).
+//!   brisvox sends segmenter-cut phrases, the case auto mode is for.
+//! - **End of a context.** The reference's schema names the last message
+//!   `isFinal`; the multi-context guide's own receiver reads `is_final`
+//!   (<https://elevenlabs.io/docs/eleven-api/guides/how-to/websockets/multi-context-web-socket>).
+//!   Both are accepted.
+//! - **Five contexts.** "Each connection is limited to 5 concurrent contexts"
+//!   (same guide): a new context waits while five are open or closing, so a
+//!   run of barge-ins never makes ElevenLabs close the socket
+//!   (`max_active_conversations`).
+//! - **Word timing.** `sync_alignment=true` ("Whether to include timing data
+//!   with every audio chunk"); `alignment` (characters with start times and
+//!   durations in ms, "relative to the returned chunk") becomes
+//!   [`crate::TtsEvent::Words`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,14 +48,17 @@ use tokio_tungstenite::tungstenite::http::HeaderName;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 
 use crate::tts::TtsSession;
-use crate::vendors::ws_tts::{Incoming, TtsWire, WsTtsSession, WsTtsTiming};
+use crate::vendors::ws_tts::{Incoming, TtsWire, WordsFrom, WsTtsSession, WsTtsTiming};
 use crate::vendors::{ApiKey, connect_ws, safe_code};
-use crate::{BoxFuture, ProviderError, TtsConfig, TtsProvider};
+use crate::words::words_from_chars;
+use crate::{BoxFuture, ProviderError, TtsConfig, TtsProvider, WordTiming};
 
 /// ElevenLabs' websocket root.
 pub const ELEVENLABS_BASE_URL: &str = "wss://api.elevenlabs.io";
 /// PCM rates ElevenLabs offers as `pcm_{rate}`, in Hz.
 pub const ELEVENLABS_PCM_RATES_HZ: [u32; 5] = [8_000, 16_000, 22_050, 24_000, 44_100];
+/// Contexts ElevenLabs keeps open on one socket.
+pub const ELEVENLABS_MAX_CONTEXTS: usize = 5;
 
 /// Settings of an [`ElevenLabsTts`].
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +80,10 @@ pub struct ElevenLabsConfig {
     pub first_audio_timeout_ms: u64,
     /// Interval of keep-alive messages while nothing else is sent, in ms.
     pub keepalive_ms: u64,
+    /// `auto_mode` in the URL (no chunk schedule; on by default).
+    pub auto_mode: bool,
+    /// `sync_alignment` in the URL (word timing with every chunk).
+    pub sync_alignment: bool,
 }
 
 impl ElevenLabsConfig {
@@ -71,6 +99,8 @@ impl ElevenLabsConfig {
             connect_timeout_ms: 5_000,
             first_audio_timeout_ms: 5_000,
             keepalive_ms: 10_000,
+            auto_mode: true,
+            sync_alignment: true,
         }
     }
 
@@ -113,6 +143,12 @@ impl ElevenLabsConfig {
             url_part(model),
             self.inactivity_timeout_s.min(180),
         );
+        if self.auto_mode {
+            url.push_str("&auto_mode=true");
+        }
+        if self.sync_alignment {
+            url.push_str("&sync_alignment=true");
+        }
         if let Some(language) = &config.language {
             let primary = language.split(['-', '_']).next().unwrap_or(language);
             url.push_str(&format!(
@@ -160,13 +196,8 @@ impl TtsProvider for ElevenLabsTts {
             )];
             let socket =
                 connect_ws(&url, headers, Duration::from_millis(c.connect_timeout_ms)).await?;
-            let timing = WsTtsTiming {
-                first_audio_timeout_ms: c.first_audio_timeout_ms,
-                refusal_retry_ms: 0,
-                refusal_retries: 0,
-                keepalive_ms: c.keepalive_ms,
-                sample_rate_hz: rate,
-            };
+            let mut timing = WsTtsTiming::new(c.first_audio_timeout_ms, c.keepalive_ms, rate);
+            timing.max_open_contexts = Some(ELEVENLABS_MAX_CONTEXTS);
             let (session, backend) = TtsSession::channel();
             tokio::spawn(WsTtsSession::new(ElevenLabsWire, socket, backend, timing).run());
             Ok(session)
@@ -268,10 +299,42 @@ fn parse_message(text: &str) -> Vec<Incoming> {
             ))];
         }
     }
-    if m.get("isFinal").and_then(Value::as_bool) == Some(true) {
+    if let Some(words) = alignment(&m) {
+        out.push(Incoming::Words {
+            wire: wire.clone(),
+            words,
+            from: WordsFrom::ChunkStart,
+        });
+    }
+    let is_final = |k: &str| m.get(k).and_then(Value::as_bool) == Some(true);
+    if is_final("isFinal") || is_final("is_final") {
         out.push(Incoming::Done { wire });
     }
     out
+}
+
+/// The words of an `alignment` (the text as sent; `normalizedAlignment` as a
+/// fallback), or `None` when absent or malformed.
+fn alignment(m: &serde_json::Map<String, Value>) -> Option<Vec<WordTiming>> {
+    let a = ["alignment", "normalizedAlignment"]
+        .iter()
+        .filter_map(|k| m.get(*k))
+        .find(|a| a.is_object())?;
+    let chars: Vec<String> = a
+        .get("chars")?
+        .as_array()?
+        .iter()
+        .map(|c| c.as_str().map(str::to_owned))
+        .collect::<Option<_>>()?;
+    let numbers =
+        |k: &str| -> Option<Vec<u64>> { a.get(k)?.as_array()?.iter().map(Value::as_u64).collect() };
+    let words = words_from_chars(
+        &chars,
+        &numbers("charStartTimesMs")?,
+        &numbers("charDurationsMs")?,
+        0,
+    );
+    (!words.is_empty()).then_some(words)
 }
 
 /// The error of an `error` message: its code decides the kind; the
@@ -337,7 +400,7 @@ mod tests {
         });
         assert_eq!(
             url,
-            "wss://api.elevenlabs.io/v1/text-to-speech/voice%201/multi-stream-input?model_id=eleven_flash_v2_5&output_format=pcm_24000&inactivity_timeout=180&language_code=tr"
+            "wss://api.elevenlabs.io/v1/text-to-speech/voice%201/multi-stream-input?model_id=eleven_flash_v2_5&output_format=pcm_24000&inactivity_timeout=180&auto_mode=true&sync_alignment=true&language_code=tr"
         );
         assert_eq!(rate, 24_000);
         let (url, rate) = config.url(&TtsConfig {

@@ -41,6 +41,7 @@ pub mod openai_transcribe;
 pub mod stt;
 pub mod tts;
 pub mod vendors;
+pub mod words;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -52,6 +53,7 @@ pub use llm::{
 };
 pub use stt::{SttConfig, SttEvent, SttEvents, SttProvider, SttSender, SttSession};
 pub use tts::{ContextId, TtsConfig, TtsEvent, TtsEvents, TtsProvider, TtsSender, TtsSession};
+pub use words::WordTiming;
 
 /// A boxed, sendable future: what the providers' `connect` methods return, so
 /// the traits stay object-safe.

@@ -241,6 +241,13 @@ pub enum LlmEvent {
         /// More of the arguments' JSON text.
         arguments_delta: String,
     },
+    /// The model is reasoning (text that is never spoken: OpenRouter's
+    /// `delta.reasoning`, `delta.reasoning_content` elsewhere). Carries only its
+    /// length; it tells the engine the request is alive before the first token.
+    ReasoningDelta {
+        /// Bytes of reasoning text in the chunk.
+        bytes: u32,
+    },
     /// Token counts, as the provider reports them (usually just before `Done`).
     Usage {
         /// Prompt tokens.

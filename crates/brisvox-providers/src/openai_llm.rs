@@ -61,6 +61,12 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(2);
 pub const MAX_SSE_LINE_BYTES: usize = 1 << 20;
 
 /// Which field carries the output token limit.
+///
+/// OpenAI's Chat Completions reference marks `max_tokens` deprecated "in favor
+/// of `max_completion_tokens`, and is not compatible with o-series models"
+/// (<https://platform.openai.com/docs/api-reference/chat/create>); OpenRouter
+/// and most compatible servers document `max_tokens`
+/// (<https://openrouter.ai/docs/api-reference/parameters>).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MaxTokensField {
     /// `max_tokens` (OpenRouter and most compatible servers).
@@ -68,6 +74,108 @@ pub enum MaxTokensField {
     MaxTokens,
     /// `max_completion_tokens` (OpenAI's current name; needed by its reasoning models).
     MaxCompletionTokens,
+}
+
+impl MaxTokensField {
+    /// The field an API root documents: `max_completion_tokens` for OpenAI's
+    /// own API (`api.openai.com`), `max_tokens` for every other server.
+    pub fn for_base_url(base_url: &str) -> Self {
+        if is_openai_api(base_url) {
+            MaxTokensField::MaxCompletionTokens
+        } else {
+            MaxTokensField::MaxTokens
+        }
+    }
+}
+
+/// Whether `base_url` is OpenAI's own API (not a compatible server).
+pub fn is_openai_api(base_url: &str) -> bool {
+    let rest = base_url
+        .strip_prefix("https://")
+        .or_else(|| base_url.strip_prefix("http://"))
+        .unwrap_or(base_url);
+    let host = rest.split(['/', ':']).next().unwrap_or("");
+    host.eq_ignore_ascii_case("api.openai.com")
+}
+
+/// Why a `reasoning_effort` value is refused for a model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReasoningEffortError {
+    /// Not a value the server documents.
+    #[error("`{value}` is not a reasoning_effort this server documents (one of {allowed})")]
+    Unknown {
+        /// The value given.
+        value: String,
+        /// The documented values, comma-separated.
+        allowed: &'static str,
+    },
+    /// OpenAI's non-reasoning chat models (gpt-4o, gpt-4.1, gpt-3.5) refuse
+    /// the parameter.
+    #[error("model `{model}` is not a reasoning model: OpenAI refuses reasoning_effort for it")]
+    NotReasoningModel {
+        /// The model named.
+        model: String,
+    },
+    /// OpenAI documents `none` only from gpt-5.1 on.
+    #[error("reasoning_effort `none` is refused by OpenAI models before gpt-5.1 (model `{model}`)")]
+    NoneBeforeGpt51 {
+        /// The model named.
+        model: String,
+    },
+}
+
+/// `reasoning_effort` values OpenAI documents: "Currently supported values are
+/// none, minimal, low, medium, high, and xhigh"
+/// (<https://platform.openai.com/docs/api-reference/chat/create#chat-create-reasoning_effort>).
+pub const OPENAI_REASONING_EFFORTS: [&str; 6] =
+    ["none", "minimal", "low", "medium", "high", "xhigh"];
+
+/// Checks `effort` for `model` on the server at `base_url`.
+///
+/// OpenAI's own API: one of [`OPENAI_REASONING_EFFORTS`], and `none` only for
+/// gpt-5.1 and later ("All models before gpt-5.1 default to medium reasoning
+/// effort, and do not support none", same page). Other servers (OpenRouter
+/// documents the same six values, "Can be xhigh, high, medium, low, minimal or
+/// none", <https://openrouter.ai/docs/use-cases/reasoning-tokens>): one of the
+/// six; the model's own limits are the server's to enforce.
+pub fn check_reasoning_effort(
+    base_url: &str,
+    model: &str,
+    effort: &str,
+) -> Result<(), ReasoningEffortError> {
+    if !OPENAI_REASONING_EFFORTS.contains(&effort) {
+        return Err(ReasoningEffortError::Unknown {
+            value: effort.to_owned(),
+            allowed: "none, minimal, low, medium, high, xhigh",
+        });
+    }
+    let m = model.to_ascii_lowercase();
+    let chat_only = ["gpt-4", "gpt-3.5", "chatgpt-4o"]
+        .iter()
+        .any(|p| m.starts_with(p));
+    if is_openai_api(base_url) && chat_only {
+        return Err(ReasoningEffortError::NotReasoningModel {
+            model: model.to_owned(),
+        });
+    }
+    if effort == "none" && is_openai_api(base_url) && openai_model_predates_gpt51(model) {
+        return Err(ReasoningEffortError::NoneBeforeGpt51 {
+            model: model.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// o-series and gpt-5 models before gpt-5.1 (`o1`, `o3-mini`, `gpt-5`,
+/// `gpt-5-mini`, `gpt-5-2025-08-07`); later ones (`gpt-5.1`, `gpt-5.2`,
+/// `gpt-6`) and unknown names pass.
+fn openai_model_predates_gpt51(model: &str) -> bool {
+    let m = model.to_ascii_lowercase();
+    let o_series = m.len() > 1 && m.starts_with('o') && m.as_bytes()[1].is_ascii_digit();
+    // `gpt-5.1` and later versions continue with a dot, not a dash.
+    let gpt5_base = m == "gpt-5" || m.starts_with("gpt-5-");
+    o_series || gpt5_base
 }
 
 /// Settings of an [`OpenAiLlm`].
@@ -84,6 +192,8 @@ pub struct OpenAiLlmConfig {
     pub max_tokens: Option<u32>,
     /// The field the limit is sent in.
     pub max_tokens_field: MaxTokensField,
+    /// Sampling temperature used when the request sets none; `None`: not sent.
+    pub temperature: Option<f32>,
     /// `reasoning_effort` ("none", "low", ...), sent only when set.
     pub reasoning_effort: Option<String>,
     /// OpenRouter `provider.order`: upstream slugs to try, in order. Empty: not sent.
@@ -91,7 +201,9 @@ pub struct OpenAiLlmConfig {
     /// OpenRouter `provider.allow_fallbacks`; `None`: not sent.
     pub allow_fallbacks: Option<bool>,
     /// Time allowed from sending the request to the first token (text or
-    /// tool call), in milliseconds, retries included.
+    /// tool call), in milliseconds, retries included. A reasoning delta
+    /// (`delta.reasoning` / `delta.reasoning_content`) counts as liveness: the
+    /// time restarts from it.
     pub first_token_timeout_ms: u64,
     /// Time allowed between two chunks once the answer has started, in ms.
     pub chunk_timeout_ms: u64,
@@ -102,15 +214,17 @@ pub struct OpenAiLlmConfig {
 }
 
 impl OpenAiLlmConfig {
-    /// OpenAI's endpoint with `model` and defaults: usage on, 4 s to the first
-    /// token, 10 s between chunks, 3 attempts from 200 ms backoff.
+    /// OpenAI's endpoint with `model` and defaults: usage on, the limit in
+    /// `max_completion_tokens`, 4 s to the first token, 10 s between chunks,
+    /// 3 attempts from 200 ms backoff.
     pub fn new(api_key: ApiKey, model: impl Into<String>) -> Self {
         OpenAiLlmConfig {
             base_url: OPENAI_BASE_URL.to_owned(),
             api_key,
             model: model.into(),
             max_tokens: None,
-            max_tokens_field: MaxTokensField::MaxTokens,
+            max_tokens_field: MaxTokensField::MaxCompletionTokens,
+            temperature: None,
             reasoning_effort: None,
             provider_order: Vec::new(),
             allow_fallbacks: None,
@@ -123,16 +237,23 @@ impl OpenAiLlmConfig {
 
     /// OpenRouter's endpoint with `model` (e.g. `openai/gpt-4o-mini`).
     pub fn openrouter(api_key: ApiKey, model: impl Into<String>) -> Self {
-        OpenAiLlmConfig {
-            base_url: OPENROUTER_BASE_URL.to_owned(),
-            ..Self::new(api_key, model)
-        }
+        Self::new(api_key, model).with_base_url(OPENROUTER_BASE_URL)
     }
 
-    /// The same settings with another API root (a proxy, a fake server).
+    /// The same settings with another API root (a proxy, a fake server); the
+    /// limit's field becomes the one that root documents
+    /// ([`MaxTokensField::for_base_url`]) until [`Self::with_max_tokens`] names one.
     #[must_use]
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
         self.base_url = base_url.into();
+        self.max_tokens_field = MaxTokensField::for_base_url(&self.base_url);
+        self
+    }
+
+    /// The same settings with a default sampling temperature.
+    #[must_use]
+    pub fn with_temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
         self
     }
 
@@ -265,6 +386,7 @@ impl LlmProvider for OpenAiLlm {
             endpoint: self.endpoint.clone(),
             body: body.into(),
             started: Instant::now(),
+            alive_at: None,
             attempt: 0,
             response: None,
             lines: SseLines::default(),
@@ -296,7 +418,7 @@ fn build_body(config: &OpenAiLlmConfig, request: &LlmRequest) -> Value {
         };
         map.insert(field.into(), json!(max));
     }
-    if let Some(t) = request.temperature {
+    if let Some(t) = request.temperature.or(config.temperature) {
         map.insert("temperature".into(), json!(t));
     }
     if let Some(effort) = &config.reasoning_effort {
@@ -366,6 +488,8 @@ struct Run {
     /// The serialised request, shared by retries.
     body: Arc<[u8]>,
     started: Instant,
+    /// When the last reasoning delta arrived (restarts the first-token wait).
+    alive_at: Option<Instant>,
     attempt: u32,
     response: Option<reqwest::Response>,
     lines: SseLines,
@@ -426,11 +550,15 @@ impl Run {
             Ok(Ok(Some(chunk))) => chunk,
         };
         self.lines.push(&chunk)?;
+        let reasoning_before = self.decoder.reasoning_deltas;
         while let Some(data) = self.lines.next_data() {
             self.decoder.decode(&data, &mut self.pending)?;
             if self.decoder.done {
                 break;
             }
+        }
+        if self.decoder.reasoning_deltas > reasoning_before {
+            self.alive_at = Some(Instant::now());
         }
         Ok(())
     }
@@ -441,7 +569,8 @@ impl Run {
             (Instant::now() + Duration::from_millis(ms), "next chunk", ms)
         } else {
             let ms = self.config.first_token_timeout_ms;
-            (self.started + Duration::from_millis(ms), "first token", ms)
+            let from = self.alive_at.unwrap_or(self.started).max(self.started);
+            (from + Duration::from_millis(ms), "first token", ms)
         }
     }
 
@@ -620,6 +749,8 @@ pub struct ChunkDecoder {
     pub first_token_seen: bool,
     /// Whether `[DONE]` has been seen.
     pub done: bool,
+    /// Reasoning deltas seen so far (liveness before the first token).
+    pub reasoning_deltas: u64,
     upstream_logged: bool,
 }
 
@@ -671,6 +802,20 @@ impl ChunkDecoder {
     }
 
     fn delta(&mut self, delta: &Value, out: &mut VecDeque<LlmEvent>) -> Result<(), ProviderError> {
+        // OpenRouter streams `delta.reasoning`
+        // (<https://openrouter.ai/docs/use-cases/reasoning-tokens>); DeepSeek,
+        // vLLM and others `delta.reasoning_content`. Never spoken: liveness only.
+        let reasoning = ["reasoning", "reasoning_content"]
+            .iter()
+            .filter_map(|k| delta.get(*k).and_then(Value::as_str))
+            .map(str::len)
+            .sum::<usize>();
+        if reasoning > 0 {
+            self.reasoning_deltas += 1;
+            out.push_back(LlmEvent::ReasoningDelta {
+                bytes: u32::try_from(reasoning).unwrap_or(u32::MAX),
+            });
+        }
         if let Some(text) = delta.get("content").and_then(Value::as_str)
             && !text.is_empty()
         {
@@ -683,11 +828,13 @@ impl ChunkDecoder {
         let calls = calls
             .as_array()
             .ok_or(ProviderError::protocol("tool_calls is not an array"))?;
-        for call in calls {
+        for (position, call) in calls.iter().enumerate() {
+            // Some compatible backends omit `index` (OpenAI always sends it):
+            // the call's place in this delta's array stands in for it.
             let index = call
                 .get("index")
                 .and_then(Value::as_u64)
-                .ok_or(ProviderError::protocol("tool call delta without index"))?;
+                .unwrap_or(position as u64);
             let function = call.get("function");
             let text = |v: Option<&Value>, k: &str| {
                 v.and_then(|v| v.get(k))
@@ -819,11 +966,71 @@ mod tests {
         );
         let err = decode_all(&[r#"{"error":{"code":503,"message":"upstream sk-x"}}"#]).unwrap_err();
         assert_eq!(err, ProviderError::server(503, "error in stream"));
-        let err = decode_all(&[r#"{"choices":[{"delta":{"tool_calls":[{"id":"x"}]}}]}"#]);
+    }
+
+    #[test]
+    fn a_tool_call_without_index_takes_its_place_in_the_array() {
+        let events = decode_all(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}},{"id":"b","function":{"name":"g","arguments":"{}"}}]}}]}"#,
+        ])
+        .unwrap();
+        let mut assembler = ToolCallAssembler::default();
+        events.iter().for_each(|e| assembler.push(e));
+        let calls = assembler.finish();
+        assert_eq!((&*calls[0].id, &*calls[1].id), ("a", "b"));
+    }
+
+    #[test]
+    fn reasoning_deltas_are_liveness_not_text() {
+        let events = decode_all(&[
+            r#"{"choices":[{"delta":{"reasoning":"Let me think"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"hmm","content":"Hi"}}]}"#,
+        ])
+        .unwrap();
         assert_eq!(
-            err,
-            Err(ProviderError::protocol("tool call delta without index"))
+            events,
+            vec![
+                LlmEvent::ReasoningDelta { bytes: 12 },
+                LlmEvent::ReasoningDelta { bytes: 3 },
+                LlmEvent::TextDelta("Hi".into()),
+            ]
         );
+    }
+
+    #[test]
+    fn the_limit_field_and_effort_follow_the_server() {
+        assert_eq!(
+            MaxTokensField::for_base_url("https://api.openai.com/v1"),
+            MaxTokensField::MaxCompletionTokens
+        );
+        assert_eq!(
+            MaxTokensField::for_base_url(OPENROUTER_BASE_URL),
+            MaxTokensField::MaxTokens
+        );
+        assert_eq!(
+            MaxTokensField::for_base_url("http://127.0.0.1:8080/v1"),
+            MaxTokensField::MaxTokens
+        );
+        let openai = OPENAI_BASE_URL;
+        assert!(check_reasoning_effort(openai, "gpt-5.1", "none").is_ok());
+        assert!(check_reasoning_effort(openai, "gpt-5-mini", "minimal").is_ok());
+        assert!(matches!(
+            check_reasoning_effort(openai, "gpt-5-mini", "none"),
+            Err(ReasoningEffortError::NoneBeforeGpt51 { .. })
+        ));
+        assert!(matches!(
+            check_reasoning_effort(openai, "o3-mini", "none"),
+            Err(ReasoningEffortError::NoneBeforeGpt51 { .. })
+        ));
+        assert!(matches!(
+            check_reasoning_effort(openai, "gpt-5.1", "max"),
+            Err(ReasoningEffortError::Unknown { .. })
+        ));
+        assert!(matches!(
+            check_reasoning_effort(openai, "gpt-4o-mini", "low"),
+            Err(ReasoningEffortError::NotReasoningModel { .. })
+        ));
+        assert!(check_reasoning_effort(OPENROUTER_BASE_URL, "openai/gpt-5-mini", "none").is_ok());
     }
 
     #[test]
@@ -872,11 +1079,17 @@ mod tests {
 
     #[test]
     fn plain_openai_body_sends_no_routing() {
-        let llm = OpenAiLlm::new(OpenAiLlmConfig::new(ApiKey::new("k"), "gpt-x"));
+        let llm =
+            OpenAiLlm::new(OpenAiLlmConfig::new(ApiKey::new("k"), "gpt-x").with_temperature(0.3));
         let body = llm.request_body(&LlmRequest::new(vec![Message::user("hi")]).with_max_tokens(5));
         assert!(body.get("provider").is_none());
         assert!(body.get("reasoning_effort").is_none());
-        assert_eq!(body["max_tokens"], 5);
+        assert_eq!(body["max_completion_tokens"], 5);
+        assert!(body.get("max_tokens").is_none());
         assert_eq!(body["model"], "gpt-x");
+        assert_eq!(
+            body["temperature"].as_f64().map(|t| (t * 10.0).round()),
+            Some(3.0)
+        );
     }
 }

@@ -205,6 +205,20 @@ impl RequestTemplate {
             })?
             .map_err(|e| self.request_error(&e))?;
         let status = response.status().as_u16();
+        if status == 400 {
+            let error = status_error(status, &response);
+            let body = response.bytes().await.unwrap_or_default();
+            // OpenAI answers audio under 0.1 s with 400 `audio_too_short`
+            // ("Audio file is too short. Minimum audio length is 0.1
+            // seconds."); gpt-4o-transcribe with `invalid_value` and "audio
+            // duration ... is shorter than 0.1 seconds". Nothing was said:
+            // an empty final, not an error.
+            return if too_short(&body) {
+                Ok(String::new())
+            } else {
+                Err(error)
+            };
+        }
         if !response.status().is_success() {
             return Err(status_error(status, &response));
         }
@@ -231,6 +245,18 @@ impl RequestTemplate {
             }
         }
     }
+}
+
+/// Whether a 400 body says the audio was too short to transcribe.
+fn too_short(body: &[u8]) -> bool {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return false;
+    };
+    let error = &value["error"];
+    let code = error["code"].as_str().unwrap_or("");
+    let message = error["message"].as_str().unwrap_or("").to_ascii_lowercase();
+    code == "audio_too_short"
+        || (code == "invalid_value" && message.contains("shorter than 0.1 seconds"))
 }
 
 fn status_error(status: u16, response: &reqwest::Response) -> ProviderError {
@@ -388,6 +414,18 @@ mod tests {
         assert_eq!(u32::from_le_bytes(wav[28..32].try_into().unwrap()), 32_000);
         assert_eq!(u32::from_le_bytes(wav[40..44].try_into().unwrap()), 6);
         assert_eq!(&wav[44..], &[1, 0, 0xff, 0xff, 2, 0]);
+    }
+
+    #[test]
+    fn too_short_audio_is_recognised_from_the_error_body() {
+        let openai = br#"{"error":{"message":"Audio file is too short. Minimum audio length is 0.1 seconds.","type":"invalid_request_error","param":"file","code":"audio_too_short"}}"#;
+        assert!(too_short(openai));
+        let gpt4o = br#"{"error":{"message":"audio duration 0.0 seconds is shorter than 0.1 seconds which is the minimum for this model","type":"invalid_request_error","param":null,"code":"invalid_value"}}"#;
+        assert!(too_short(gpt4o));
+        assert!(!too_short(
+            br#"{"error":{"code":"invalid_value","message":"bad model"}}"#
+        ));
+        assert!(!too_short(b"not json"));
     }
 
     #[test]

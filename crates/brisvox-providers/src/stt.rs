@@ -83,6 +83,10 @@ pub enum SttEvent {
         /// provider's own endpointing).
         from_finalize: bool,
     },
+    /// Word timing of the [`SttEvent::Final`] that follows it at once (vendors
+    /// that give it: Deepgram). Times are ms of the session's audio, counted
+    /// from its first frame. Optional: a consumer may ignore it.
+    Words(Vec<crate::WordTiming>),
     /// The provider heard speech begin (vendors with a voice-activity event).
     SpeechStarted,
     /// The provider decided the utterance ended (vendors with such an event).

@@ -96,6 +96,16 @@ pub enum TtsEvent {
         /// Their rate, in Hz.
         sample_rate_hz: u32,
     },
+    /// Word timing of a context's speech (vendors that give it: Cartesia
+    /// timestamps, ElevenLabs alignment). Times are ms of the context's audio,
+    /// counted from its first sample. Optional: a consumer may ignore it; it
+    /// arrives before, with or after the audio it describes.
+    Words {
+        /// The context it belongs to.
+        ctx: ContextId,
+        /// The words, in order.
+        words: Vec<crate::WordTiming>,
+    },
     /// The context's last audio has been sent (after its flush).
     Done {
         /// The finished context.
@@ -117,7 +127,9 @@ impl TtsEvent {
     /// The context the event belongs to, if any.
     pub fn ctx(&self) -> Option<ContextId> {
         match self {
-            TtsEvent::Audio { ctx, .. } | TtsEvent::Done { ctx } => Some(*ctx),
+            TtsEvent::Audio { ctx, .. } | TtsEvent::Done { ctx } | TtsEvent::Words { ctx, .. } => {
+                Some(*ctx)
+            }
             TtsEvent::Error { ctx, .. } => *ctx,
             TtsEvent::Closed => None,
         }

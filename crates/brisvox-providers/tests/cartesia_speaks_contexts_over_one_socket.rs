@@ -65,7 +65,12 @@ async fn a_response_streams_with_continue_and_ends_with_done() {
     assert_eq!(received[0]["output_format"]["encoding"], "pcm_s16le");
     assert_eq!(received[0]["voice"], json!({"mode": "id", "id": "voice-1"}));
     let conn = &fake.conns()[0];
-    assert_eq!(conn.header("x-api-key"), Some("cartesia-test-key"));
+    // Current reference: `Authorization: Bearer` (docs/providers/cartesia.md).
+    assert_eq!(
+        conn.header("authorization"),
+        Some("Bearer cartesia-test-key")
+    );
+    assert_eq!(received[0]["max_buffer_delay_ms"], 0);
     assert!(conn.header("cartesia-version").is_some());
     assert!(!conn.uri.contains("cartesia-test-key"));
 

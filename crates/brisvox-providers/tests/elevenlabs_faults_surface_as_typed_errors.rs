@@ -93,38 +93,6 @@ async fn an_invalid_key_close_is_an_auth_error() {
 }
 
 #[tokio::test]
-async fn a_sixth_open_context_is_a_rate_limit() {
-    let fake = fake(ElevenLabsScript::default()).await;
-    let mut session = tts(&fake).connect(TtsConfig::default()).await.unwrap();
-    for seq in 0..6 {
-        session.sender().start_context(ctx(seq)).await.unwrap();
-        session.sender().send_text(ctx(seq), "Hi").await.unwrap();
-    }
-    let mut events = Vec::new();
-    loop {
-        let e = next_event(&mut session).await;
-        let end = e == TtsEvent::Closed;
-        events.push(e);
-        if end {
-            break;
-        }
-    }
-    assert_eq!(
-        events
-            .iter()
-            .filter(|e| matches!(e, TtsEvent::Audio { .. }))
-            .count(),
-        5
-    );
-    assert_eq!(
-        session_error(&events),
-        &ProviderError::RateLimited {
-            retry_after_ms: None
-        }
-    );
-}
-
-#[tokio::test]
 async fn a_garbage_message_is_a_protocol_error() {
     let fake = fake(ElevenLabsScript {
         garbage: true,

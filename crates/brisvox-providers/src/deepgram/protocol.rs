@@ -61,12 +61,19 @@ pub struct ListenResult {
     pub start_s: f64,
     /// Length of the segment, in seconds.
     pub duration_s: f64,
+    /// `channel.alternatives[0].words`: (word, start s, end s), times from the
+    /// socket's first audio; `punctuated_word` when given.
+    pub words: Vec<(String, f64, f64)>,
 }
 
 #[derive(Deserialize)]
 struct Envelope {
     #[serde(rename = "type")]
-    kind: String,
+    kind: Option<String>,
+    /// Present on `Results` (an object) and on `UtteranceEnd` /
+    /// `SpeechStarted` (an array).
+    #[serde(default)]
+    channel: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -94,6 +101,19 @@ struct RawAlternative {
     transcript: String,
     #[serde(default)]
     confidence: Option<f32>,
+    #[serde(default)]
+    words: Vec<RawWord>,
+}
+
+#[derive(Deserialize)]
+struct RawWord {
+    word: String,
+    #[serde(default)]
+    punctuated_word: Option<String>,
+    #[serde(default)]
+    start: f64,
+    #[serde(default)]
+    end: f64,
 }
 
 #[derive(Deserialize)]
@@ -109,7 +129,19 @@ struct RawMetadata {
 pub fn parse_listen(text: &str) -> Result<ListenMessage, ProviderError> {
     let envelope: Envelope = serde_json::from_str(text)
         .map_err(|_| ProviderError::protocol("Deepgram sent a message that is not typed JSON"))?;
-    Ok(match envelope.kind.as_str() {
+    // Deepgram's own Endpointing page shows a Results message without `type`
+    // (<https://developers.deepgram.com/docs/endpointing>): a message whose
+    // `channel` is an object is read as Results.
+    let kind = match (envelope.kind.as_deref(), &envelope.channel) {
+        (Some(kind), _) => kind,
+        (None, Some(serde_json::Value::Object(_))) => "Results",
+        (None, _) => {
+            return Err(ProviderError::protocol(
+                "Deepgram sent a message that is not typed JSON",
+            ));
+        }
+    };
+    Ok(match kind {
         "Results" => {
             let raw: RawResults = serde_json::from_str(text)
                 .map_err(|_| ProviderError::protocol("malformed Deepgram Results message"))?;
@@ -117,9 +149,15 @@ pub fn parse_listen(text: &str) -> Result<ListenMessage, ProviderError> {
                 raw.channel.alternatives.into_iter().next().ok_or_else(|| {
                     ProviderError::protocol("Deepgram Results without alternatives")
                 })?;
+            let words = alt
+                .words
+                .into_iter()
+                .map(|w| (w.punctuated_word.unwrap_or(w.word), w.start, w.end))
+                .collect();
             ListenMessage::Results(ListenResult {
                 transcript: alt.transcript,
                 confidence: alt.confidence,
+                words,
                 is_final: raw.is_final,
                 speech_final: raw.speech_final,
                 from_finalize: raw.from_finalize,
@@ -172,7 +210,12 @@ struct RawWarning {
 pub fn parse_speak(text: &str) -> Result<SpeakMessage, ProviderError> {
     let envelope: Envelope = serde_json::from_str(text)
         .map_err(|_| ProviderError::protocol("Deepgram sent a message that is not typed JSON"))?;
-    Ok(match envelope.kind.as_str() {
+    let Some(kind) = envelope.kind else {
+        return Err(ProviderError::protocol(
+            "Deepgram sent a message that is not typed JSON",
+        ));
+    };
+    Ok(match kind.as_str() {
         "Flushed" => SpeakMessage::Flushed,
         "Cleared" => SpeakMessage::Cleared,
         "Metadata" => SpeakMessage::Metadata,

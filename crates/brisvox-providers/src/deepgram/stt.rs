@@ -45,7 +45,7 @@ use super::protocol::{self, ListenMessage, ListenResult};
 use super::{DeepgramSocket, connect_socket, disconnected, push_param, sleep_until_opt};
 use crate::error::redact_url;
 use crate::stt::{SttBackend, SttInput};
-use crate::{BoxFuture, ProviderError, SttConfig, SttEvent, SttProvider, SttSession};
+use crate::{BoxFuture, ProviderError, SttConfig, SttEvent, SttProvider, SttSession, WordTiming};
 
 /// Deepgram's listen endpoint.
 pub const DEEPGRAM_LISTEN_URL: &str = "wss://api.deepgram.com/v1/listen";
@@ -78,14 +78,28 @@ pub struct DeepgramSttOptions {
     /// Deadline for the first message of a socket after its first audio
     /// (time to first byte); past it the socket counts as dead and is replaced.
     pub first_result_timeout: Duration,
-    /// How long to wait for the final that answers a Finalize.
+    /// How long to wait for the final that answers a Finalize while interim
+    /// text is pending (Deepgram holds audio it has not finalised).
     pub finalize_timeout: Duration,
+    /// How long to wait when Deepgram's own endpointing already ended the
+    /// utterance (a `speech_final` final or an `UtteranceEnd`, and no speech
+    /// since): Deepgram's Finalize page
+    /// says the `from_finalize` reply "is not guaranteed if there is no
+    /// significant amount of audio data to process"
+    /// (<https://developers.deepgram.com/docs/finalize>).
+    pub finalize_idle_timeout: Duration,
     /// KeepAlive period while no audio is sent.
     pub keepalive_interval: Duration,
     /// Consecutive reconnect attempts before the session gives up.
     pub reconnect_attempts: u32,
     /// Bound of the replay buffer (audio not yet covered by a final), in ms.
     pub reconnect_buffer_ms: u32,
+    /// Vocabulary to boost: one `keyterm` query parameter each. Nova-3 takes
+    /// Keyterm Prompting, not `keywords` ("Keyterm Prompting is only available
+    /// for ... the Nova-3 Model. To boost recognition of keywords using another
+    /// Deepgram model, use the Keywords feature",
+    /// <https://developers.deepgram.com/docs/keyterms>).
+    pub keyterms: Vec<String>,
 }
 
 impl Default for DeepgramSttOptions {
@@ -102,9 +116,11 @@ impl Default for DeepgramSttOptions {
             connect_timeout: Duration::from_secs(5),
             first_result_timeout: Duration::from_secs(5),
             finalize_timeout: Duration::from_millis(1500),
+            finalize_idle_timeout: Duration::from_millis(300),
             keepalive_interval: Duration::from_secs(4),
             reconnect_attempts: 3,
             reconnect_buffer_ms: 5000,
+            keyterms: Vec::new(),
         }
     }
 }
@@ -162,6 +178,9 @@ impl DeepgramStt {
             push_param(&mut url, "utterance_end_ms", &ms.to_string());
         }
         push_param(&mut url, "vad_events", bool_str(o.vad_events));
+        for term in o.keyterms.iter().filter(|t| !t.trim().is_empty()) {
+            push_param(&mut url, "keyterm", term.trim());
+        }
         url
     }
 }
@@ -291,6 +310,12 @@ struct ListenTask {
     link_base_abs: u64,
     attempts: u32,
     pending_finalizes: u32,
+    /// Finalizes answered empty on time-out whose late reply is still due.
+    stale_finalizes: u32,
+    /// Deepgram's endpointing ended the utterance (`speech_final` or
+    /// `UtteranceEnd`) and no speech was heard since: a Finalize has little
+    /// or nothing to answer.
+    endpointed: bool,
     finalize_deadline: Option<Instant>,
     first_result_deadline: Option<Instant>,
     heard_on_link: bool,
@@ -323,6 +348,8 @@ impl ListenTask {
             link_base_abs: 0,
             attempts: 0,
             pending_finalizes: 0,
+            stale_finalizes: 0,
+            endpointed: false,
             finalize_deadline: None,
             first_result_deadline: None,
             heard_on_link: false,
@@ -430,9 +457,19 @@ impl ListenTask {
     async fn on_finalize(&mut self) -> Flow {
         self.pending_finalizes += 1;
         if self.finalize_deadline.is_none() {
-            self.finalize_deadline = Some(Instant::now() + self.options.finalize_timeout);
+            self.finalize_deadline = Some(Instant::now() + self.finalize_wait());
         }
         self.send(Message::text(protocol::FINALIZE)).await
+    }
+
+    /// The wait for a `from_finalize` reply: short when Deepgram's endpointing
+    /// already finalised the utterance, long otherwise.
+    fn finalize_wait(&self) -> Duration {
+        if self.endpointed {
+            self.options.finalize_idle_timeout
+        } else {
+            self.options.finalize_timeout
+        }
     }
 
     async fn on_close(&mut self) -> Flow {
@@ -451,6 +488,9 @@ impl ListenTask {
             Some(Ok(Message::Text(text))) => {
                 self.heard_on_link = true;
                 self.first_result_deadline = None;
+                // The link works again: a later drop starts a fresh budget
+                // (the budget counts consecutive failures, not a call's drops).
+                self.attempts = 0;
                 return self.on_text(&text).await;
             }
             Some(Ok(Message::Close(frame))) => disconnected(frame.as_ref()),
@@ -467,8 +507,14 @@ impl ListenTask {
     async fn on_text(&mut self, text: &str) -> Flow {
         match protocol::parse_listen(text) {
             Ok(ListenMessage::Results(result)) => self.on_result(result).await,
-            Ok(ListenMessage::UtteranceEnd) => self.emit(SttEvent::UtteranceEnd).await,
-            Ok(ListenMessage::SpeechStarted) => self.emit(SttEvent::SpeechStarted).await,
+            Ok(ListenMessage::UtteranceEnd) => {
+                self.endpointed = true;
+                self.emit(SttEvent::UtteranceEnd).await
+            }
+            Ok(ListenMessage::SpeechStarted) => {
+                self.endpointed = false;
+                self.emit(SttEvent::SpeechStarted).await
+            }
             Ok(ListenMessage::Metadata { request_id }) => {
                 tracing::debug!(?request_id, "Deepgram metadata");
                 Flow::Continue
@@ -489,28 +535,51 @@ impl ListenTask {
             let end = (end_s * f64::from(self.sample_rate_hz)).round() as u64;
             self.replay.trim_through(self.link_base_abs + end);
         }
-        let answers_finalize = r.is_final && r.from_finalize && self.pending_finalizes > 0;
+        if !r.is_final {
+            // `speech_final` marks Deepgram's endpoint even on a result that
+            // is not final (Deepgram's Endpointing page shows one).
+            self.endpointed = r.speech_final || (self.endpointed && r.transcript.is_empty());
+            if self.interim_results && !r.transcript.is_empty() {
+                return self.emit(SttEvent::Interim { text: r.transcript }).await;
+            }
+            return Flow::Continue;
+        }
+        self.endpointed = r.speech_final;
+        let answers_finalize = r.from_finalize && self.pending_finalizes > 0;
         if answers_finalize {
             self.pending_finalizes -= 1;
             self.finalize_deadline = (self.pending_finalizes > 0)
                 .then(|| Instant::now() + self.options.finalize_timeout);
+        } else if r.from_finalize && self.stale_finalizes > 0 {
+            // The reply to a finalize already answered empty: its turn has
+            // ended, so its words must not open the next one.
+            self.stale_finalizes -= 1;
+            tracing::info!(
+                words = r.words.len(),
+                "late from_finalize final after its finalize was answered; dropped"
+            );
+            return Flow::Continue;
         }
-        if r.is_final {
-            if r.transcript.is_empty() && !answers_finalize {
-                return Flow::Continue;
+        if r.transcript.is_empty() && !answers_finalize {
+            return Flow::Continue;
+        }
+        if !r.words.is_empty() {
+            let origin_ms = self.link_base_abs * 1000 / u64::from(self.sample_rate_hz.max(1));
+            let words = r
+                .words
+                .into_iter()
+                .map(|(w, start, end)| WordTiming::from_secs(w, origin_ms, start, end))
+                .collect();
+            if self.emit(SttEvent::Words(words)).await == Flow::Stop {
+                return Flow::Stop;
             }
-            return self
-                .emit(SttEvent::Final {
-                    text: r.transcript,
-                    confidence: r.confidence,
-                    from_finalize: answers_finalize,
-                })
-                .await;
         }
-        if self.interim_results && !r.transcript.is_empty() {
-            return self.emit(SttEvent::Interim { text: r.transcript }).await;
-        }
-        Flow::Continue
+        self.emit(SttEvent::Final {
+            text: r.transcript,
+            confidence: r.confidence,
+            from_finalize: answers_finalize,
+        })
+        .await
     }
 
     async fn on_timer(&mut self) -> Flow {
@@ -533,6 +602,7 @@ impl ListenTask {
         if self.finalize_deadline.is_some_and(|d| d <= now) {
             tracing::debug!("no from_finalize final in time; answering the finalize empty");
             self.finalize_deadline = None;
+            self.stale_finalizes += self.pending_finalizes;
             for _ in 0..std::mem::take(&mut self.pending_finalizes) {
                 let empty = SttEvent::Final {
                     text: String::new(),

@@ -14,6 +14,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+pub(crate) mod ws_ctx;
 pub(crate) mod ws_tts;
 
 use crate::ProviderError;

@@ -9,7 +9,9 @@
 //! Each context gets a wire id; a context the vendor refuses for capacity
 //! (`Incoming::ContextError { refused: true }`) is re-opened under a fresh wire
 //! id after [`WsTtsTiming::refusal_retry_ms`], up to
-//! [`WsTtsTiming::refusal_retries`] times, replaying its text so far.
+//! [`WsTtsTiming::refusal_retries`] times, replaying its text so far. The
+//! per-context rules for expiry and open-context limits live in
+//! [`super::ws_ctx`].
 
 use std::time::Duration;
 
@@ -19,14 +21,22 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 
 use super::VendorSocket;
+pub(crate) use super::ws_ctx::WordsFrom;
+use super::ws_ctx::{ClosingBook, Ctx};
 use crate::tts::{TtsBackend, TtsInput};
-use crate::{ContextId, ProviderError, TtsEvent};
+use crate::{ContextId, ProviderError, TtsEvent, WordTiming};
 
 /// What a vendor message means to the session.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Incoming {
     /// PCM s16le bytes for a context.
     Audio { wire: String, pcm: Vec<u8> },
+    /// Word timing for a context, counted from `from`.
+    Words {
+        wire: String,
+        words: Vec<WordTiming>,
+        from: WordsFrom,
+    },
     /// The context's last audio has been sent.
     Done { wire: String },
     /// The context failed; `refused` when the vendor refused it for capacity
@@ -38,7 +48,7 @@ pub(crate) enum Incoming {
     },
     /// The whole session failed.
     SessionError(ProviderError),
-    /// Nothing for us (timestamps, flush acknowledgements).
+    /// Nothing for us (flush acknowledgements, phoneme timing).
     Ignore,
 }
 
@@ -73,33 +83,37 @@ pub(crate) struct WsTtsTiming {
     pub keepalive_ms: u64,
     /// Output rate of the PCM the vendor sends, in Hz.
     pub sample_rate_hz: u32,
+    /// A context that has spoken all it was given and had no audio for this
+    /// long may have expired at the vendor (Cartesia): later text goes to a
+    /// fresh wire id. `None`: contexts do not expire this way.
+    pub idle_rotate_ms: Option<u64>,
+    /// Most contexts the vendor keeps open on one socket (ElevenLabs: 5).
+    pub max_open_contexts: Option<usize>,
+    /// How long a cancelled context still counts as open without its end, ms.
+    pub close_grace_ms: u64,
 }
 
-struct Ctx {
-    id: ContextId,
-    wire: String,
-    attempt: u32,
-    texts: Vec<String>,
-    flushed: bool,
-    first_text_at: Option<Instant>,
-    got_audio: bool,
-    retry_at: Option<Instant>,
-    carry: Option<u8>,
-}
-
-impl Ctx {
-    fn wire_id(id: ContextId, attempt: u32) -> String {
-        match attempt {
-            0 => format!("brisvox-{}-{}", id.epoch.0, id.seq),
-            n => format!("brisvox-{}-{}-r{n}", id.epoch.0, id.seq),
+impl WsTtsTiming {
+    /// Timing with no expiry rotation and no open-context limit.
+    pub(crate) fn new(first_audio_timeout_ms: u64, keepalive_ms: u64, sample_rate_hz: u32) -> Self {
+        WsTtsTiming {
+            first_audio_timeout_ms,
+            refusal_retry_ms: 0,
+            refusal_retries: 0,
+            keepalive_ms,
+            sample_rate_hz,
+            idle_rotate_ms: None,
+            max_open_contexts: None,
+            close_grace_ms: 1_000,
         }
     }
 
-    fn first_audio_deadline(&self, timing: &WsTtsTiming) -> Option<Instant> {
-        let ms = Duration::from_millis(timing.first_audio_timeout_ms);
-        self.first_text_at
-            .filter(|_| !self.got_audio)
-            .map(|t| t + ms)
+    fn first_audio_timeout(&self) -> Duration {
+        Duration::from_millis(self.first_audio_timeout_ms)
+    }
+
+    fn idle_rotate(&self) -> Option<Duration> {
+        self.idle_rotate_ms.map(Duration::from_millis)
     }
 }
 
@@ -118,6 +132,7 @@ pub(crate) struct WsTtsSession<W> {
     backend: TtsBackend,
     timing: WsTtsTiming,
     contexts: Vec<Ctx>,
+    closing: ClosingBook,
     last_sent: Instant,
 }
 
@@ -134,6 +149,7 @@ impl<W: TtsWire> WsTtsSession<W> {
             backend,
             timing,
             contexts: Vec::new(),
+            closing: ClosingBook::default(),
             last_sent: Instant::now(),
         }
     }
@@ -178,9 +194,10 @@ impl<W: TtsWire> WsTtsSession<W> {
 
     fn next_deadline(&self) -> Instant {
         let keepalive = self.last_sent + Duration::from_millis(self.timing.keepalive_ms);
+        let timeout = self.timing.first_audio_timeout();
         self.contexts
             .iter()
-            .flat_map(|c| [c.retry_at, c.first_audio_deadline(&self.timing)])
+            .flat_map(|c| [c.retry_at, c.first_audio_deadline(timeout)])
             .flatten()
             .fold(keepalive, Instant::min)
     }
@@ -214,18 +231,45 @@ impl<W: TtsWire> WsTtsSession<W> {
             .map_err(|_| Stop::Closed)
     }
 
+    /// When a context not yet open at the vendor may open: now, or when a
+    /// cancelled one stops counting (rule 2 of [`super::ws_ctx`]).
+    fn slot_free_at(&mut self, now: Instant) -> Option<Instant> {
+        let max = self.timing.max_open_contexts?;
+        let open = self.contexts.iter().filter(|c| c.opened).count();
+        if open + self.closing.count(now) < max {
+            return None;
+        }
+        // Without a closing one to wait for, wait one grace period.
+        let grace = now + Duration::from_millis(self.timing.close_grace_ms);
+        Some(self.closing.next_free().unwrap_or(grace))
+    }
+
+    /// A vendor context ended: contexts waiting for a slot check again now.
+    fn wake_slot_waiters(&mut self) {
+        let now = Instant::now();
+        for c in self.contexts.iter_mut().filter(|c| c.waiting_slot) {
+            c.retry_at = Some(now);
+        }
+    }
+
+    fn position(&self, wire: &str) -> Option<usize> {
+        self.contexts.iter().position(|c| c.owns(wire))
+    }
+
     async fn on_cancel(&mut self) -> Result<(), Stop> {
         let mut cancelled = Vec::new();
         self.contexts.retain(|c| {
             let gone = self.backend.cancels.is_cancelled(c.id);
-            if gone && c.retry_at.is_none() && !c.texts.is_empty() {
+            if gone && c.retry_at.is_none() && c.opened {
                 cancelled.push(c.wire.clone());
             }
             !gone
         });
+        let until = Instant::now() + Duration::from_millis(self.timing.close_grace_ms);
         for wire in cancelled {
             let message = self.wire.cancel(&wire);
             self.send(WsMessage::text(message)).await?;
+            self.closing.closed(wire, until);
         }
         Ok(())
     }
@@ -234,55 +278,76 @@ impl<W: TtsWire> WsTtsSession<W> {
         match input {
             TtsInput::Start(id) => {
                 if !self.backend.cancels.is_cancelled(id) {
-                    self.contexts.push(Ctx {
-                        id,
-                        wire: Ctx::wire_id(id, 0),
-                        attempt: 0,
-                        texts: Vec::new(),
-                        flushed: false,
-                        first_text_at: None,
-                        got_audio: false,
-                        retry_at: None,
-                        carry: None,
-                    });
+                    self.contexts.push(Ctx::new(id));
                 }
                 Ok(())
             }
-            TtsInput::Text { ctx, text } => {
-                let Some(c) = self.contexts.iter_mut().find(|c| c.id == ctx) else {
-                    return Ok(());
-                };
-                let first = c.texts.is_empty();
-                c.first_text_at.get_or_insert_with(Instant::now);
-                let messages = (c.retry_at.is_none() && !c.flushed)
-                    .then(|| self.wire.text(&c.wire, &text, first));
-                c.texts.push(text);
-                self.send_all(messages.unwrap_or_default()).await
-            }
-            TtsInput::Flush(ctx) => {
-                let Some(c) = self.contexts.iter_mut().find(|c| c.id == ctx) else {
-                    return Ok(());
-                };
-                if c.flushed {
-                    return Ok(());
-                }
-                if c.texts.is_empty() {
-                    // Nothing was said: no vendor context was opened, so
-                    // there is nothing to flush and no end to wait for.
-                    self.contexts.retain(|c| c.id != ctx);
-                    return self.emit(TtsEvent::Done { ctx }).await;
-                }
-                c.flushed = true;
-                c.first_text_at.get_or_insert_with(Instant::now);
-                let messages = c
-                    .retry_at
-                    .is_none()
-                    .then(|| self.wire.flush(&c.wire, !c.texts.is_empty()));
-                self.send_all(messages.unwrap_or_default()).await
-            }
+            TtsInput::Text { ctx, text } => self.on_text(ctx, text).await,
+            TtsInput::Flush(ctx) => self.on_flush(ctx).await,
             // Close is handled by the caller; future inputs are ignored.
             _ => Ok(()),
         }
+    }
+
+    async fn on_text(&mut self, ctx: ContextId, text: String) -> Result<(), Stop> {
+        let now = Instant::now();
+        let idle = self.timing.idle_rotate();
+        let Some(pos) = self.contexts.iter().position(|c| c.id == ctx) else {
+            return Ok(());
+        };
+        let c = &mut self.contexts[pos];
+        if c.flushed {
+            return Ok(());
+        }
+        c.first_text_at.get_or_insert(now);
+        if c.retry_at.is_some() {
+            c.texts.push(text);
+            return Ok(());
+        }
+        if c.idle_after_audio(idle, now) {
+            tracing::debug!(ctx = %c.id, "tts context idle after its audio; continuing on a new id");
+            c.next_wire(true);
+        }
+        if !self.contexts[pos].opened
+            && let Some(at) = self.slot_free_at(now)
+        {
+            let c = &mut self.contexts[pos];
+            tracing::debug!(ctx = %c.id, "tts context waits for a free vendor slot");
+            c.retry_at = Some(at);
+            c.waiting_slot = true;
+            c.texts.push(text);
+            return Ok(());
+        }
+        let c = &mut self.contexts[pos];
+        let messages = self.wire.text(&c.wire, &text, !c.opened);
+        c.sent_text();
+        c.texts.push(text);
+        self.send_all(messages).await
+    }
+
+    async fn on_flush(&mut self, ctx: ContextId) -> Result<(), Stop> {
+        let now = Instant::now();
+        let idle = self.timing.idle_rotate();
+        let Some(pos) = self.contexts.iter().position(|c| c.id == ctx) else {
+            return Ok(());
+        };
+        let c = &mut self.contexts[pos];
+        if c.flushed {
+            return Ok(());
+        }
+        // Nothing was said, or everything said is out and the vendor may
+        // have expired the id: no vendor context to flush, no end to await.
+        if (c.texts.is_empty() && !c.got_audio) || c.idle_after_audio(idle, now) {
+            self.contexts.remove(pos);
+            return self.emit(TtsEvent::Done { ctx }).await;
+        }
+        c.flushed = true;
+        c.first_text_at.get_or_insert(now);
+        let messages = c
+            .retry_at
+            .is_none()
+            .then(|| self.wire.flush(&c.wire, !c.texts.is_empty()));
+        self.send_all(messages.unwrap_or_default()).await
     }
 
     async fn on_socket(
@@ -315,7 +380,18 @@ impl<W: TtsWire> WsTtsSession<W> {
     async fn on_incoming(&mut self, incoming: Incoming) -> Result<(), Stop> {
         match incoming {
             Incoming::Audio { wire, pcm } => self.on_audio(&wire, &pcm).await,
+            Incoming::Words { wire, words, from } => {
+                let Some(pos) = self.position(&wire) else {
+                    return Ok(());
+                };
+                let c = &self.contexts[pos];
+                let ctx = c.id;
+                let words = c.place_words(&wire, words, from, self.timing.sample_rate_hz);
+                self.emit(TtsEvent::Words { ctx, words }).await
+            }
             Incoming::Done { wire } => {
+                self.wake_slot_waiters();
+                self.closing.ended(&wire);
                 let Some(pos) = self.contexts.iter().position(|c| c.wire == wire) else {
                     return Ok(());
                 };
@@ -326,18 +402,25 @@ impl<W: TtsWire> WsTtsSession<W> {
                 wire,
                 error,
                 refused,
-            } => self.on_context_error(&wire, error, refused).await,
+            } => {
+                self.wake_slot_waiters();
+                if self.closing.ended(&wire) {
+                    return Ok(());
+                }
+                self.on_context_error(&wire, error, refused).await
+            }
             Incoming::SessionError(error) => Err(Stop::Failed(error)),
             Incoming::Ignore => Ok(()),
         }
     }
 
     async fn on_audio(&mut self, wire: &str, pcm: &[u8]) -> Result<(), Stop> {
-        let Some(c) = self.contexts.iter_mut().find(|c| c.wire == wire) else {
+        let Some(pos) = self.position(wire) else {
             return Ok(());
         };
-        c.got_audio = true;
+        let c = &mut self.contexts[pos];
         let samples = pcm_s16le(&mut c.carry, pcm);
+        c.got(samples.len(), Instant::now());
         let ctx = c.id;
         if samples.is_empty() {
             return Ok(());
@@ -363,7 +446,8 @@ impl<W: TtsWire> WsTtsSession<W> {
         let c = &mut self.contexts[pos];
         if refused && !c.got_audio && c.attempt < self.timing.refusal_retries {
             c.attempt += 1;
-            c.wire = Ctx::wire_id(c.id, c.attempt);
+            // A refused id is never reused: the vendor may have expired it.
+            c.next_wire(false);
             c.retry_at = Some(Instant::now() + Duration::from_millis(self.timing.refusal_retry_ms));
             tracing::info!(ctx = %c.id, attempt = c.attempt, "tts context refused, re-opening");
             return Ok(());
@@ -380,21 +464,31 @@ impl<W: TtsWire> WsTtsSession<W> {
         let now = Instant::now();
         let mut out = Vec::new();
         let mut timed_out = Vec::new();
-        for c in &mut self.contexts {
+        let timeout = self.timing.first_audio_timeout();
+        for pos in 0..self.contexts.len() {
+            let c = &self.contexts[pos];
+            let opened = c.opened;
             if c.retry_at.is_some_and(|t| t <= now) {
+                if !opened && let Some(at) = self.slot_free_at(now) {
+                    self.contexts[pos].retry_at = Some(at);
+                    self.contexts[pos].waiting_slot = true;
+                    continue;
+                }
+                let c = &mut self.contexts[pos];
                 c.retry_at = None;
+                c.waiting_slot = false;
                 for (k, text) in c.texts.iter().enumerate() {
                     out.extend(self.wire.text(&c.wire, text, k == 0));
+                }
+                if !c.texts.is_empty() {
+                    c.sent_text();
                 }
                 if c.flushed {
                     out.extend(self.wire.flush(&c.wire, !c.texts.is_empty()));
                 }
-            } else if c
-                .first_audio_deadline(&self.timing)
-                .is_some_and(|t| t <= now)
-            {
+            } else if c.first_audio_deadline(timeout).is_some_and(|t| t <= now) {
                 timed_out.push(c.id);
-                if c.retry_at.is_none() {
+                if c.retry_at.is_none() && c.opened {
                     out.push(self.wire.cancel(&c.wire));
                 }
             }
@@ -414,7 +508,12 @@ impl<W: TtsWire> WsTtsSession<W> {
             .await?;
         }
         if keepalive_due {
-            let open: Vec<&str> = self.contexts.iter().map(|c| c.wire.as_str()).collect();
+            let open: Vec<&str> = self
+                .contexts
+                .iter()
+                .filter(|c| c.opened && c.retry_at.is_none())
+                .map(|c| c.wire.as_str())
+                .collect();
             let messages = self.wire.keepalive(&open);
             for m in messages {
                 self.send(m).await?;
