@@ -312,6 +312,19 @@ pub fn engine_config(agent: &AgentSettings, output_rate_hz: u32) -> EngineConfig
         turn: turn_config(agent),
         ..EngineConfig::default()
     };
+    // The agent's language reaches the providers too: Cartesia's `language`,
+    // ElevenLabs' `language_code`, the STT's `language`.
+    let language: Arc<str> = Arc::from(language_code(agent.language));
+    config.tts.language = Some(language.clone());
+    config.stt.language = Some(language);
+    if agent.llm.provider == LlmProvider::OpenaiCompatible
+        && let Some(s) = &agent.llm.openai_compatible
+    {
+        // The engine's own first-token stall must not cut a request the
+        // adapter still waits for (the adapter's timeout plus a margin).
+        let adapter = Duration::from_millis(u64::from(s.first_token_timeout_ms) + 1_000);
+        config.limits.llm_first_token = config.limits.llm_first_token.max(adapter);
+    }
     let v = &agent.vad;
     config.vad.positive_threshold = v.start_threshold;
     config.vad.negative_threshold = v.stop_threshold;
@@ -422,6 +435,7 @@ fn build_stt(
                 options.url = url.clone();
             }
             options.language = Some(language_code(agent.language).to_owned());
+            options.keyterms.clone_from(&s.keyterms);
             let key = api_key(&s.api_key, section)?;
             Ok(Arc::new(DeepgramStt::new(key.expose(), options)))
         }
@@ -462,21 +476,7 @@ fn build_llm(
                 .openai_compatible
                 .as_ref()
                 .ok_or(EngineSetupError::MissingSection { section })?;
-            let mut config = OpenAiLlmConfig::new(api_key(&s.api_key, section)?, s.model.clone())
-                .with_base_url(s.base_url.clone());
-            if let Some(order) = &s.openrouter_order {
-                config = config.with_provider_routing(
-                    order.clone(),
-                    s.openrouter_allow_fallbacks.unwrap_or(true),
-                );
-            }
-            if let Some(effort) = &s.reasoning_effort {
-                config = config.with_reasoning_effort(effort.clone());
-            }
-            if let Some(max) = s.max_tokens {
-                config = config.with_max_tokens(max, MaxTokensField::MaxTokens);
-            }
-            Ok(Arc::new(OpenAiLlm::new(config)))
+            Ok(Arc::new(OpenAiLlm::new(openai_llm_config(s)?)))
         }
         LlmProvider::Local => Ok(Arc::new(LocalRulesLlm::new(LocalLlmConfig {
             first_token_ms: u64::from(agent.llm.local.first_token_ms),
@@ -484,6 +484,37 @@ fn build_llm(
             ..LocalLlmConfig::default()
         }))),
     }
+}
+
+/// The adapter settings of `[llm.openai_compatible]`: every key of the
+/// section reaches the request (temperature, the limit in the field the
+/// server documents, reasoning effort, the first-token timeout, routing).
+pub fn openai_llm_config(
+    s: &crate::agent::OpenAiCompatibleSettings,
+) -> Result<OpenAiLlmConfig, EngineSetupError> {
+    let section = "llm.openai_compatible";
+    let mut config = OpenAiLlmConfig::new(api_key(&s.api_key, section)?, s.model.clone())
+        .with_base_url(s.base_url.clone());
+    if let Some(order) = &s.openrouter_order {
+        config = config
+            .with_provider_routing(order.clone(), s.openrouter_allow_fallbacks.unwrap_or(true));
+    }
+    if let Some(effort) = &s.reasoning_effort {
+        config = config.with_reasoning_effort(effort.clone());
+    }
+    if let Some(max) = s.max_tokens {
+        let field = match s.max_tokens_field.as_deref() {
+            Some("max_tokens") => MaxTokensField::MaxTokens,
+            Some(_) => MaxTokensField::MaxCompletionTokens,
+            None => MaxTokensField::for_base_url(&s.base_url),
+        };
+        config = config.with_max_tokens(max, field);
+    }
+    if let Some(t) = s.temperature {
+        config = config.with_temperature(t);
+    }
+    let chunk_ms = config.chunk_timeout_ms;
+    Ok(config.with_timeouts(u64::from(s.first_token_timeout_ms), chunk_ms))
 }
 
 fn build_tts(

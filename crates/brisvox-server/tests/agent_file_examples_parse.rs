@@ -20,7 +20,9 @@ fn complete_example_with_real_providers() {
     let key = s.stt.deepgram.as_ref().unwrap().api_key.secret().unwrap();
     assert_eq!(key.expose(), "value-of-DEEPGRAM_API_KEY");
     let llm = s.llm.openai_compatible.as_ref().unwrap();
-    assert_eq!(llm.reasoning_effort.as_deref(), Some("none"));
+    // gpt-4o-mini is not a reasoning model: OpenAI refuses reasoning_effort.
+    assert_eq!(llm.reasoning_effort, None);
+    assert_eq!(llm.temperature, Some(0.6));
     assert_eq!(s.turn.policy, TurnPolicy::Adaptive);
     assert_eq!(s.limits.max_calls, 200);
     let auth = s.server.auth.twilio.as_ref().unwrap();

@@ -138,6 +138,10 @@ pub struct DeepgramSttSettings {
     /// Endpoint override (for a proxy or a test server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// Vocabulary to boost, sent as one `keyterm` query parameter each
+    /// (Nova-3's Keyterm Prompting; Nova-3 does not take `keywords`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keyterms: Vec<String>,
 }
 
 fn default_deepgram_model() -> String {
@@ -305,9 +309,18 @@ pub struct OpenAiCompatibleSettings {
     /// Bound on the answer's tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
-    /// `reasoning_effort`: none, low, medium, high, xhigh or max.
+    /// The field `max_tokens` travels in: `max_tokens` or
+    /// `max_completion_tokens`; unset: `max_completion_tokens` for OpenAI's own
+    /// API, `max_tokens` for every other server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens_field: Option<String>,
+    /// `reasoning_effort`: none, minimal, low, medium, high or xhigh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<String>,
+    /// Time from the request to the first token, in ms (reasoning deltas
+    /// restart it). Raise it for reasoning models.
+    #[serde(default = "default_first_token_timeout_ms")]
+    pub first_token_timeout_ms: u32,
     /// OpenRouter provider routing: upstreams in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub openrouter_order: Option<Vec<String>>,
@@ -320,8 +333,15 @@ fn default_openai_base_url() -> String {
     "https://api.openai.com/v1".to_owned()
 }
 
-/// Values `reasoning_effort` may take.
-pub const REASONING_EFFORTS: [&str; 6] = ["none", "low", "medium", "high", "xhigh", "max"];
+/// The first-token timeout unless set, in ms.
+pub(super) const DEFAULT_FIRST_TOKEN_TIMEOUT_MS: u32 = 4_000;
+
+fn default_first_token_timeout_ms() -> u32 {
+    DEFAULT_FIRST_TOKEN_TIMEOUT_MS
+}
+
+/// Values `reasoning_effort` may take (OpenAI's and OpenRouter's documented set).
+pub const REASONING_EFFORTS: [&str; 6] = brisvox_providers::openai_llm::OPENAI_REASONING_EFFORTS;
 
 /// `[llm]`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -367,12 +387,29 @@ impl LlmSection {
             ));
         }
         if let Some(e) = &o.reasoning_effort
-            && !REASONING_EFFORTS.contains(&e.as_str())
+            && let Err(error) =
+                brisvox_providers::openai_llm::check_reasoning_effort(&o.base_url, &o.model, e)
         {
             return Err(AgentError::invalid(
                 "llm.openai_compatible.reasoning_effort",
                 e,
-                "one of none, low, medium, high, xhigh, max",
+                &error.to_string(),
+            ));
+        }
+        if let Some(f) = &o.max_tokens_field
+            && !matches!(f.as_str(), "max_tokens" | "max_completion_tokens")
+        {
+            return Err(AgentError::invalid(
+                "llm.openai_compatible.max_tokens_field",
+                f,
+                "max_tokens or max_completion_tokens",
+            ));
+        }
+        if !(100..=600_000).contains(&o.first_token_timeout_ms) {
+            return Err(AgentError::invalid(
+                "llm.openai_compatible.first_token_timeout_ms",
+                o.first_token_timeout_ms,
+                "100 to 600000",
             ));
         }
         Ok(())
@@ -463,6 +500,19 @@ impl TtsSection {
         for (table, key, provider) in vendors {
             if let Some(v) = table {
                 resolve(&mut v.api_key, key, env, p == provider)?;
+            }
+        }
+        // Cartesia and ElevenLabs have no default voice: an empty id fails
+        // every call (Cartesia's `voice.id`, ElevenLabs' `{voice_id}` path).
+        let voiced = [
+            (&self.cartesia, "tts.cartesia.voice"),
+            (&self.elevenlabs, "tts.elevenlabs.voice"),
+        ];
+        for (table, key) in voiced {
+            if let Some(v) = table
+                && v.voice.as_deref().is_none_or(|id| id.trim().is_empty())
+            {
+                return Err(AgentError::invalid(key, "\"\"", "the vendor's voice id"));
             }
         }
         Ok(())
