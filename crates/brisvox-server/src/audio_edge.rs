@@ -6,32 +6,9 @@
 //! engine's answer frames into transport bytes. Both are synchronous and keep
 //! their buffers between calls, so a warm call does not allocate per frame.
 
-use brisvox_audio::g711::G711Law;
 use brisvox_audio::resample::{ResamplerError, StreamResampler};
 use brisvox_core::frame::{INTERNAL_FRAME_SAMPLES, INTERNAL_RATE_HZ};
 use brisvox_transport::AudioCodec;
-
-fn decode_into(codec: AudioCodec, bytes: &[u8], out: &mut Vec<i16>) {
-    out.clear();
-    match codec {
-        AudioCodec::Pcm16 => out.extend(
-            bytes
-                .chunks_exact(2)
-                .map(|b| i16::from_le_bytes([b[0], b[1]])),
-        ),
-        AudioCodec::Mulaw => out.extend(bytes.iter().map(|&c| G711Law::MuLaw.decode(c))),
-    }
-}
-
-fn encode_into(codec: AudioCodec, samples: &[i16], out: &mut Vec<u8>) {
-    out.clear();
-    match codec {
-        AudioCodec::Pcm16 => samples
-            .iter()
-            .for_each(|s| out.extend_from_slice(&s.to_le_bytes())),
-        AudioCodec::Mulaw => out.extend(samples.iter().map(|&s| G711Law::MuLaw.encode(s))),
-    }
-}
 
 /// Transport frames in, 16 kHz 20 ms engine frames out.
 #[derive(Debug)]
@@ -59,7 +36,7 @@ impl InboundAudio {
     /// Converts one transport frame; `emit` receives each whole engine frame
     /// (320 samples, 20 ms at 16 kHz).
     pub fn push(&mut self, bytes: &[u8], mut emit: impl FnMut(&[i16])) {
-        decode_into(self.codec, bytes, &mut self.decoded);
+        self.codec.decode_to(bytes, &mut self.decoded);
         self.resampler
             .process_into(&self.decoded, &mut self.resampled);
         let mut start = 0;
@@ -151,7 +128,7 @@ impl OutboundAudio {
             return None;
         }
         let samples = &self.pending[self.read..self.read + self.frame_samples];
-        encode_into(self.codec, samples, &mut self.bytes);
+        self.codec.encode_to(samples, &mut self.bytes);
         self.read += self.frame_samples;
         Some(&self.bytes)
     }
@@ -199,7 +176,7 @@ mod tests {
 
     #[test]
     fn inbound_gives_whole_16k_frames_for_every_rate() {
-        for codec in [AudioCodec::Pcm16, AudioCodec::Mulaw] {
+        for codec in [AudioCodec::Pcm16, AudioCodec::Mulaw, AudioCodec::Alaw] {
             for rate in [8000, 16000, 24000, 48000] {
                 let mut conv = InboundAudio::new(codec, rate).unwrap();
                 let frame_bytes = codec.frame_bytes(rate);
@@ -224,6 +201,7 @@ mod tests {
             (AudioCodec::Pcm16, 24000),
             (AudioCodec::Pcm16, 48000),
             (AudioCodec::Mulaw, 16000),
+            (AudioCodec::Alaw, 8000),
         ] {
             let mut out = OutboundAudio::new(codec, rate, 16000).unwrap();
             let frame = [1000i16; 320];

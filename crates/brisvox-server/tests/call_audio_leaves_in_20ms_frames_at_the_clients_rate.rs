@@ -39,6 +39,7 @@ async fn every_codec_and_rate() {
         ("pcm16", 48000, 1920),
         ("pcm16", 24000, 960),
         ("mulaw", 16000, 320),
+        ("alaw", 8000, 160),
     ] {
         let mut ws = common::connect(srv.local_addr(), "/call").await;
         let start = common::START_PCM16

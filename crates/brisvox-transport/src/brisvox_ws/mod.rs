@@ -22,6 +22,7 @@ mod events;
 pub use decode::{ClientEvent, ClientMessage, ClientMessageDecoder, DecodeError, close_code};
 pub use events::{ClientControl, Providers, ServerEvent, TurnMetricsMs};
 
+use brisvox_audio::g711::G711Law;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this crate speaks.
@@ -43,14 +44,17 @@ pub const DEFAULT_MAX_PENDING_AUDIO_BYTES: usize = DEFAULT_MAX_BINARY_BYTES + 19
 /// Bound on the `call_id` string, in bytes.
 pub const MAX_CALL_ID_BYTES: usize = 256;
 
-/// Audio encoding of the binary messages, chosen by the client in `start`.
+/// Audio encoding of the binary messages, chosen by the client in `start`,
+/// and of every carrier's media (see [`crate::carrier::WireFormat`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AudioCodec {
     /// Signed 16-bit little-endian PCM, mono.
     Pcm16,
-    /// G.711 mu-law, one byte per sample, mono.
+    /// G.711 mu-law (PCMU), one byte per sample, mono.
     Mulaw,
+    /// G.711 A-law (PCMA), one byte per sample, mono.
+    Alaw,
 }
 
 impl AudioCodec {
@@ -59,6 +63,7 @@ impl AudioCodec {
         match self {
             Self::Pcm16 => "pcm16",
             Self::Mulaw => "mulaw",
+            Self::Alaw => "alaw",
         }
     }
 
@@ -66,7 +71,7 @@ impl AudioCodec {
     pub fn bytes_per_sample(self) -> usize {
         match self {
             Self::Pcm16 => 2,
-            Self::Mulaw => 1,
+            Self::Mulaw | Self::Alaw => 1,
         }
     }
 
@@ -75,10 +80,38 @@ impl AudioCodec {
         crate::FrameAssembler::frame_bytes_for(self.bytes_per_sample(), sample_rate_hz)
     }
 
+    /// Decodes `bytes` in this codec into `out` (cleared first) as PCM16
+    /// samples. A trailing odd byte of PCM16 is ignored (frames are whole).
+    pub fn decode_to(self, bytes: &[u8], out: &mut Vec<i16>) {
+        out.clear();
+        match self {
+            Self::Pcm16 => out.extend(
+                bytes
+                    .chunks_exact(2)
+                    .map(|b| i16::from_le_bytes([b[0], b[1]])),
+            ),
+            Self::Mulaw => out.extend(bytes.iter().map(|&c| G711Law::MuLaw.decode(c))),
+            Self::Alaw => out.extend(bytes.iter().map(|&c| G711Law::ALaw.decode(c))),
+        }
+    }
+
+    /// Encodes PCM16 `samples` into `out` (cleared first) in this codec.
+    pub fn encode_to(self, samples: &[i16], out: &mut Vec<u8>) {
+        out.clear();
+        match self {
+            Self::Pcm16 => samples
+                .iter()
+                .for_each(|s| out.extend_from_slice(&s.to_le_bytes())),
+            Self::Mulaw => out.extend(samples.iter().map(|&s| G711Law::MuLaw.encode(s))),
+            Self::Alaw => out.extend(samples.iter().map(|&s| G711Law::ALaw.encode(s))),
+        }
+    }
+
     fn parse(name: &str) -> Option<Self> {
         match name {
             "pcm16" => Some(Self::Pcm16),
             "mulaw" => Some(Self::Mulaw),
+            "alaw" => Some(Self::Alaw),
             _ => None,
         }
     }
