@@ -6,6 +6,10 @@
 //! - [`twilio`]: Twilio Media Streams (JSON text messages with base64 mu-law at
 //!   8 kHz), plus [`twilio::TwilioPlayout`], which learns from echoed marks how
 //!   much of the sent audio the caller has heard.
+//! - [`telnyx`], [`plivo`], [`vonage`], [`exotel`]: the other carriers' media
+//!   streams, each a [`carrier::MediaStream`]: the one interface every carrier
+//!   (Twilio too, through [`twilio::TwilioStream`]) is driven through, with
+//!   its shared [`carrier::StreamError`] and [`carrier::Playout`] tracker.
 //! - [`framer`]: [`framer::FrameAssembler`], binary audio of any size in, whole
 //!   20 ms frames out, bounded.
 //!
@@ -16,8 +20,13 @@
 //! named limits and reports bad input as a typed error, never a panic.
 
 pub mod brisvox_ws;
+pub mod carrier;
+pub mod exotel;
 pub mod framer;
+pub mod plivo;
+pub mod telnyx;
 pub mod twilio;
+pub mod vonage;
 
 mod fields;
 
@@ -25,8 +34,16 @@ pub use brisvox_ws::{
     AudioCodec, ClientEvent, ClientMessage, ClientMessageDecoder, DecodeError, DecoderLimits,
     ServerEvent, StartInfo,
 };
+pub use carrier::{
+    Carrier, MediaStream, Outbound, Playout, StreamError, StreamEvent, StreamLimits, StreamStart,
+    WireFormat,
+};
+pub use exotel::ExotelStream;
 pub use framer::{FrameAssembler, FramerError};
-pub use twilio::{TwilioDecoder, TwilioError, TwilioEvent, TwilioPlayout};
+pub use plivo::PlivoStream;
+pub use telnyx::TelnyxStream;
+pub use twilio::{TwilioDecoder, TwilioError, TwilioEvent, TwilioPlayout, TwilioStream};
+pub use vonage::VonageStream;
 
 /// Length of one audio frame on every transport, in milliseconds.
 pub const FRAME_MS: u32 = 20;

@@ -100,7 +100,7 @@ fn media_errors() {
     let err = started().decode_text(&other).unwrap_err();
     assert_eq!(
         err,
-        TwilioError::StreamSidMismatch {
+        TwilioError::StreamIdMismatch {
             expected: "MZ1".into(),
             got: "MZ2".into()
         }

@@ -15,10 +15,11 @@
 //!   echoed marks; forgets pending marks on barge-in.
 
 mod decode;
-mod playout;
+mod stream;
 
+pub use crate::carrier::{DEFAULT_MAX_PENDING_MARKS, MARK_PREFIX, MarkOutcome, TwilioPlayout};
 pub use decode::{MediaChunk, MediaFormat, TwilioDecoder, TwilioError, TwilioEvent, TwilioStart};
-pub use playout::{DEFAULT_MAX_PENDING_MARKS, MARK_PREFIX, MarkOutcome, TwilioPlayout};
+pub use stream::TwilioStream;
 
 use serde::Serialize;
 
