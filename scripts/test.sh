@@ -4,7 +4,8 @@
 # Installs the Debian packages the tests need (espeak-ng; chromium, nodejs,
 # npm for the browser test) and fetches the models and playwright-core if they
 # are missing (all idempotent), then checks formatting, lints, runs every test
-# of the workspace and the browser test of the demo page (tests/browser/).
+# of the workspace, the browser test of the demo page (tests/browser/) and the
+# validation of the deployment files (scripts/validate-deploy.sh).
 # Tests that need the models fail (rather than skip) when CI is set and the
 # models are missing.
 #
@@ -64,6 +65,11 @@ phase browser
 # The brisvox binary cargo test has just built (its integration tests run it):
 # `cargo build -p brisvox-server` would rebuild crates with other features.
 BRISVOX_BIN="${CARGO_TARGET_DIR:-target}/debug/brisvox" logged tests/browser/run.sh
+
+phase deploy
+# Renders and validates deploy/ (schemas, consistency, linters) with the
+# brisvox binary cargo test built; no cluster or container engine needed.
+logged scripts/validate-deploy.sh "${CARGO_TARGET_DIR:-target}/debug/brisvox"
 
 phase ""
 echo "test.sh: all phases passed in ${SECONDS}s"
