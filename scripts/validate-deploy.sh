@@ -8,7 +8,8 @@
 #   3. the ServiceMonitor against the Prometheus Operator's CRD schema;
 #   4. deploy/validate/check_consistency.py: grace vs drain, probes vs routes,
 #      preStop vs image, selectors vs labels, HPA vs adapter vs /metrics;
-#   5. the agent file of the manifests passes `brisvox check`;
+#   5. the agent file of the manifests passes `brisvox check`, and `brisvox
+#      serve` would not refuse it (call routes open to anyone, paid providers);
 #   6. hadolint on the Containerfile, `haproxy -c` on the HAProxy config,
 #      `systemd-analyze verify` on the systemd unit.
 # Installs what is missing: kubectl and haproxy (Debian, as root), pinned
@@ -50,9 +51,13 @@ node deploy/validate/prometheus_operator.mjs "$rendered"
 [ -x "$bin" ] || die "$bin not found: build it first (cargo build -p brisvox-server)"
 python3 deploy/validate/check_consistency.py "$rendered" "$bin"
 
-env DEEPGRAM_API_KEY=x OPENAI_API_KEY=x CARTESIA_API_KEY=x BRISVOX_CALL_TOKEN=x \
-  "$bin" check deploy/kubernetes/agent.toml >/dev/null \
+checked="$(env DEEPGRAM_API_KEY=x OPENAI_API_KEY=x CARTESIA_API_KEY=x BRISVOX_CALL_TOKEN=x \
+  BRISVOX_TWILIO_TOKEN=x "$bin" check deploy/kubernetes/agent.toml)" \
   || die "deploy/kubernetes/agent.toml does not pass brisvox check"
+# Paid providers on 0.0.0.0 with an open call route: `brisvox serve` refuses it.
+if grep -q "WARNING: brisvox serve would refuse" <<<"$checked"; then
+  die "deploy/kubernetes/agent.toml: $(grep WARNING <<<"$checked")"
+fi
 echo "validate-deploy: deploy/kubernetes/agent.toml passes brisvox check"
 
 hadolint --config deploy/container/hadolint.yaml deploy/container/Containerfile

@@ -26,6 +26,12 @@ pub enum Command {
         /// Address to listen on (overrides `[server] bind`).
         #[arg(long, env = "BRISVOX_BIND")]
         bind: Option<std::net::SocketAddr>,
+        /// Serve `/call` and `/twilio` without tokens on a non-loopback
+        /// address even though the agent uses paid providers (refused by
+        /// default: anyone who finds the port could run up the bill). Same as
+        /// `[server] allow_unauthenticated_calls = true`.
+        #[arg(long, env = "BRISVOX_ALLOW_UNAUTHENTICATED_CALLS")]
+        allow_unauthenticated_calls: bool,
         /// Log options.
         #[command(flatten)]
         log: LogArgs,

@@ -7,6 +7,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use brisvox_server::admission::{NoPoolPressure, PoolPressure};
+use brisvox_server::agent::exposure::{
+    ALLOW_UNAUTHENTICATED_CALLS_FLAG, ALLOW_UNAUTHENTICATED_CALLS_KEY, check_exposure,
+};
 use brisvox_server::agent::{AgentSettings, process_env};
 use brisvox_server::cli::{Cli, Command, LogArgs, ModelsAction};
 use brisvox_server::engine::EngineCallHandler;
@@ -19,7 +22,12 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { agent, bind, log } => serve(agent, bind, log),
+        Command::Serve {
+            agent,
+            bind,
+            allow_unauthenticated_calls,
+            log,
+        } => serve(agent, bind, allow_unauthenticated_calls, log),
         Command::Check { file } => check(&file),
         Command::Drain { pid, timeout_s } => {
             brisvox_server::drain::drain_process(pid, std::time::Duration::from_secs(timeout_s))
@@ -65,6 +73,7 @@ fn call_handler(settings: &AgentSettings) -> anyhow::Result<CallEngine> {
 fn serve(
     agent: Option<PathBuf>,
     bind: Option<std::net::SocketAddr>,
+    allow_unauthenticated_calls: bool,
     log: LogArgs,
 ) -> anyhow::Result<()> {
     brisvox_server::logging::init(log.log_format);
@@ -84,6 +93,16 @@ fn serve(
         Some(b) => b,
         None => settings.server.bind.parse().context("server.bind")?,
     };
+    if let Some(open) = check_exposure(&settings, bind, allow_unauthenticated_calls)? {
+        tracing::warn!(
+            bind = %open.bind,
+            open_routes = ?open.open_routes,
+            paid_providers = ?open.paid,
+            "UNAUTHENTICATED CALLS ALLOWED: anyone who reaches this address can start calls \
+             on paid providers; allowed explicitly by {ALLOW_UNAUTHENTICATED_CALLS_KEY} or \
+             {ALLOW_UNAUTHENTICATED_CALLS_FLAG}"
+        );
+    }
     let (handler, pressure, model_stats) = call_handler(&settings)?;
     let config = ServerConfig {
         agent: Arc::new(settings),
@@ -113,6 +132,13 @@ fn check(file: &Path) -> anyhow::Result<()> {
         text.push_str(
             "# NOTE: mock providers selected (no real STT/LLM/TTS): for tests and demos only\n",
         );
+    }
+    if let Ok(bind) = settings.server.bind.parse()
+        && let Err(e) = check_exposure(&settings, bind, false)
+    {
+        text.push_str(&format!(
+            "# WARNING: brisvox serve would refuse this file: {e}\n"
+        ));
     }
     text.push_str(&settings.to_redacted_toml());
     match std::io::stdout().lock().write_all(text.as_bytes()) {

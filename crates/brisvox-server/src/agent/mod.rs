@@ -9,6 +9,7 @@
 //! environment through a lookup function passed in (tests pass their own;
 //! the binary passes [`process_env`]).
 
+pub mod exposure;
 mod policy;
 mod providers;
 mod server;

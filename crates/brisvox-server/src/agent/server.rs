@@ -72,6 +72,10 @@ pub struct ServerSettings {
     pub drain_admit_s: u32,
     /// Tokens per route.
     pub auth: AuthSettings,
+    /// Serve open call routes with paid providers on a non-loopback address
+    /// (refused by default: [`super::exposure`]). For a server behind
+    /// something that authenticates callers itself.
+    pub allow_unauthenticated_calls: bool,
 }
 
 impl Default for ServerSettings {
@@ -82,6 +86,7 @@ impl Default for ServerSettings {
             drain_grace_s: None,
             drain_admit_s: DEFAULT_DRAIN_ADMIT_S,
             auth: AuthSettings::default(),
+            allow_unauthenticated_calls: false,
         }
     }
 }
