@@ -1,15 +1,20 @@
-//! Turn-taking settings: the end-of-turn policy, barge-in, idle guard and call limits.
+//! Turn-taking settings: the end-of-turn policy, the shorter wait after an
+//! "incomplete" verdict, the interruption policy, idle guard and call limits.
 
 use std::time::Duration;
+
+use brisvox_text::Language;
 
 /// How the engine decides that the caller's turn is over.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TurnPolicy {
     /// The end-of-turn model decides: a "complete" verdict (plus the STT final when
-    /// `require_final`) ends the turn at once; an "incomplete" verdict waits for
-    /// more speech, or ends the turn at `incomplete_timeout` after the VAD stop.
+    /// `require_final`) ends the turn at once. Any other outcome (an "incomplete"
+    /// verdict, a failed analysis, or no verdict yet) waits for more speech, or
+    /// ends the turn at its fallback: `incomplete_timeout` after the VAD stop, or
+    /// sooner when [`TurnConfig::incomplete_shortcut`] applies.
     Adaptive {
-        /// How long an "incomplete" verdict may hold the turn open after the stop.
+        /// How long the turn may stay open after the stop without a "complete" verdict.
         incomplete_timeout: Duration,
     },
     /// The turn ends a fixed silence after the caller's last speech (the
@@ -28,7 +33,7 @@ impl Default for TurnPolicy {
     }
 }
 
-/// When talking over the bot interrupts it.
+/// When talking over the bot interrupts it (rules: [`super::interruption`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BargeInConfig {
     /// Whether the caller can interrupt at all.
@@ -36,13 +41,75 @@ pub struct BargeInConfig {
     /// How long speech must last (from its start) before it interrupts; 0 means
     /// the VAD's own start confirmation is enough.
     pub min_speech: Duration,
+    /// Recognised words, backchannels not counted, the speech must hold before
+    /// it interrupts; 0 with an empty `backchannels` list leaves it to the VAD.
+    pub min_words: u32,
+    /// Words and phrases that never interrupt on their own ("mm-hmm", "yeah");
+    /// compared lower case, without punctuation, hyphenated forms split.
+    pub backchannels: Vec<String>,
+    /// With a word rule, speech in which the STT recognised no word at all
+    /// interrupts once it has lasted this long.
+    pub max_wordless_speech: Duration,
+    /// With a word rule, how long after its VAD stop a speech may still
+    /// interrupt when its words arrive late.
+    pub word_grace: Duration,
+}
+
+impl BargeInConfig {
+    /// Whether the transcripts take part in the decision.
+    pub fn has_word_rule(&self) -> bool {
+        self.min_words > 0 || !self.backchannels.is_empty()
+    }
 }
 
 impl Default for BargeInConfig {
+    /// Enabled, the VAD alone decides, at once (no word rule).
     fn default() -> Self {
         BargeInConfig {
             enabled: true,
             min_speech: Duration::ZERO,
+            min_words: 0,
+            backchannels: Vec::new(),
+            max_wordless_speech: Duration::from_millis(DEFAULT_MAX_WORDLESS_SPEECH_MS),
+            word_grace: Duration::from_millis(DEFAULT_WORD_GRACE_MS),
+        }
+    }
+}
+
+/// Default [`BargeInConfig::max_wordless_speech`], ms.
+pub const DEFAULT_MAX_WORDLESS_SPEECH_MS: u64 = 800;
+/// Default [`BargeInConfig::word_grace`], ms.
+pub const DEFAULT_WORD_GRACE_MS: u64 = 400;
+
+/// A shorter fallback for a paused turn without a "complete" verdict when the
+/// STT final says the caller has finished (rules: [`super::words::TextRules`]).
+/// Counted from the end of speech, so each is also the silence it needs.
+/// A final that ends in a conjunction, article, preposition or filler never
+/// shortens the wait.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncompleteShortcut {
+    /// The language of the word lists.
+    pub language: Language,
+    /// Wait after a complete short answer ("yes", "no thanks", a number).
+    pub short_answer: Duration,
+    /// Most words of a short answer.
+    pub short_answer_max_words: usize,
+    /// Longest turn (first speech to last) that can be a short answer.
+    pub short_answer_max_turn: Duration,
+    /// Wait after a final ending in `.`, `!` or `?`; zero turns this rule off.
+    pub terminal: Duration,
+}
+
+impl IncompleteShortcut {
+    /// The defaults for `language`: 300 ms after a short answer of up to three
+    /// words in a turn of up to 2.5 s, 700 ms after terminal punctuation.
+    pub fn new(language: Language) -> Self {
+        IncompleteShortcut {
+            language,
+            short_answer: Duration::from_millis(300),
+            short_answer_max_words: 3,
+            short_answer_max_turn: Duration::from_millis(2500),
+            terminal: Duration::from_millis(700),
         }
     }
 }
@@ -67,6 +134,10 @@ pub struct TurnConfig {
     pub require_final: bool,
     /// How long to wait for that final before ending the turn with what was heard.
     pub final_timeout: Duration,
+    /// Shorter waits after an "incomplete" (or failed, or missing) verdict when
+    /// the STT final says the turn is complete; `None` always waits the full
+    /// fallback.
+    pub incomplete_shortcut: Option<IncompleteShortcut>,
     /// Barge-in.
     pub barge_in: BargeInConfig,
     /// The idle guard; `None` disables it.
@@ -83,6 +154,7 @@ impl Default for TurnConfig {
             policy: TurnPolicy::default(),
             require_final: true,
             final_timeout: Duration::from_millis(1500),
+            incomplete_shortcut: None,
             barge_in: BargeInConfig::default(),
             idle: None,
             max_call_duration: None,
@@ -123,6 +195,15 @@ impl TurnConfig {
             TurnPolicy::FixedSilence { silence } => positive(silence, "policy.silence")?,
         }
         positive(self.final_timeout, "final_timeout")?;
+        if self.barge_in.has_word_rule() {
+            positive(
+                self.barge_in.max_wordless_speech,
+                "barge_in.max_wordless_speech",
+            )?;
+        }
+        if let Some(s) = &self.incomplete_shortcut {
+            positive(s.short_answer, "incomplete_shortcut.short_answer")?;
+        }
         if let Some(idle) = &self.idle {
             positive(idle.prompt_after, "idle.prompt_after")?;
             positive(idle.end_after, "idle.end_after")?;

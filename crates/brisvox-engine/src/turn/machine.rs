@@ -19,14 +19,20 @@
 //!   the machine takes the turn back, cancels the response already started for it
 //!   (counted in [`TurnCounters::taken_back`]) and moves to a new epoch so no item
 //!   of the cancelled response can be played.
-//! - Speech while the bot speaks is a barge-in once it has lasted
-//!   [`BargeInConfig::min_speech`](super::config::BargeInConfig): the epoch is
-//!   bumped, the response is cancelled and the transport is cleared
-//!   ([`Action::Interrupt`]). Shorter speech (a cough, "mm-hm") leaves the bot
-//!   talking and is counted.
-//! - Ending a turn: see [`TurnPolicy`]. With `require_final` the turn also waits
-//!   for the final of every Finalize sent, up to `final_timeout` after the last one.
-//!   A turn whose transcript is empty is dropped without an LLM request.
+//! - Speech while the bot speaks is a barge-in when the interruption policy says
+//!   so ([`super::interruption`]: minimum speech, optionally recognised words, and
+//!   backchannels that never interrupt): the epoch is bumped, the response is
+//!   cancelled and the transport is cleared ([`Action::Interrupt`]). Other speech
+//!   (a cough, "mm-hmm") leaves the bot talking and is counted.
+//! - Ending a turn: see [`TurnPolicy`]. Under the adaptive policy only a
+//!   "complete" verdict ends the turn before its fallback deadline; a failed or
+//!   late analysis waits for the fallback like an "incomplete" verdict, so an
+//!   overloaded end-of-turn model delays answers instead of cutting callers off
+//!   mid-sentence. The fallback is shortened when the STT final says the turn is
+//!   complete ([`IncompleteShortcut`](super::config::IncompleteShortcut)). With
+//!   `require_final` the turn also waits for the final of every Finalize sent, up
+//!   to `final_timeout` after the last one. A turn whose transcript is empty is
+//!   dropped without an LLM request.
 //!
 //! Every decision is also reported as timeline marks ([`Action::Mark`]) with the
 //! epoch the machine assigned, so the driver never guesses epochs.
@@ -38,6 +44,8 @@ use brisvox_core::Epoch;
 use brisvox_core::timeline::TurnEvent;
 
 use super::config::{TurnConfig, TurnPolicy};
+use super::interruption::{Ignored, PendingBargeIn};
+use super::words::{TextEvidence, TextRules, WordSet};
 
 /// Identifies one VAD stop, so a verdict for an older stop is recognised as stale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -56,8 +64,10 @@ pub enum Verdict {
         /// The model's probability of "complete".
         probability: f32,
     },
-    /// The analysis failed (pool saturated, timed out, model error): treated as
-    /// complete so the caller is never left waiting, and counted.
+    /// The analysis failed (pool saturated, timed out, model error): counted, and
+    /// the turn waits for its fallback deadline as after "incomplete" (never
+    /// ended at once: a caller pausing mid-sentence on an overloaded server is
+    /// not answered mid-sentence).
     Failed,
 }
 
@@ -162,18 +172,25 @@ pub struct TurnCounters {
     pub taken_back: u64,
     /// Barge-ins that interrupted the bot.
     pub barge_ins: u64,
-    /// Speech during the bot's turn too short to interrupt.
+    /// Speech during the bot's turn that did not interrupt: too short, or
+    /// without (enough) recognised words.
     pub short_speech_ignored: u64,
+    /// Speech during the bot's turn that held only backchannel words.
+    pub backchannels_ignored: u64,
     /// Verdicts: complete, incomplete, failed.
     pub verdicts_complete: u64,
     /// Incomplete verdicts.
     pub verdicts_incomplete: u64,
-    /// Failed analyses (treated as complete).
+    /// Failed analyses (the turn waits for its fallback).
     pub verdicts_failed: u64,
     /// Verdicts for a stop that was no longer current.
     pub stale_verdicts: u64,
-    /// Turns ended by the incomplete-verdict deadline.
+    /// Turns ended by the full fallback after an "incomplete" verdict.
     pub incomplete_timeouts: u64,
+    /// Turns ended by the full fallback with a failed analysis or no verdict.
+    pub verdict_fallbacks: u64,
+    /// Turns ended by a fallback shortened by the STT final's text.
+    pub shortened_fallbacks: u64,
     /// Turns ended without the final of the last Finalize.
     pub final_timeouts: u64,
 }
@@ -184,10 +201,13 @@ struct UserTurn {
     speech_end: Option<Instant>,
     stop: Option<StopId>,
     verdict: Option<Verdict>,
-    /// Deadline of the policy (fixed silence, or the incomplete timeout); cleared
-    /// into `policy_deadline_passed` when it fires, so each deadline fires once.
+    /// Deadline of the policy (fixed silence, or the adaptive fallback); once the
+    /// effective deadline ([`TurnMachine::policy_deadline`]) passes it is flagged
+    /// in `policy_deadline_passed`, so each deadline fires once.
     policy_deadline: Option<Instant>,
     policy_deadline_passed: bool,
+    /// The deadline that passed was the text shortcut.
+    shortcut_passed: bool,
     finals_pending: u32,
     last_finalize: Option<Instant>,
     /// When the wait for the pending finals gives up; cleared into `final_given_up`.
@@ -195,15 +215,6 @@ struct UserTurn {
     final_given_up: bool,
     finals: String,
     interim: String,
-}
-
-/// Caller speech heard while the bot has the floor.
-#[derive(Debug, Clone, Copy)]
-struct PendingBargeIn {
-    speech_start: Instant,
-    /// When it interrupts; `None` when barge-in is disabled (the speech is only
-    /// remembered, so it becomes the caller's turn once the bot has finished).
-    deadline: Option<Instant>,
 }
 
 /// The turn machine of one call.
@@ -215,6 +226,10 @@ pub struct TurnMachine {
     next_stop: u64,
     turn: UserTurn,
     barge_in: Option<PendingBargeIn>,
+    /// The barge-in policy's backchannels.
+    backchannels: WordSet,
+    /// The incomplete shortcut's word rules.
+    text_rules: Option<TextRules>,
     says: VecDeque<String>,
     idle_deadline: Option<Instant>,
     idle_prompted: bool,
@@ -232,6 +247,11 @@ impl TurnMachine {
     /// A machine for a call that starts at `now` (greeting spoken at once if configured).
     pub fn new(config: TurnConfig, now: Instant) -> Self {
         let call_deadline = config.max_call_duration.map(|d| now + d);
+        let backchannels = WordSet::new(&config.barge_in.backchannels);
+        let text_rules = config
+            .incomplete_shortcut
+            .as_ref()
+            .map(|s| TextRules::new(s.language, s.short_answer_max_words));
         let mut m = TurnMachine {
             config,
             state: TurnState::Listening,
@@ -239,6 +259,8 @@ impl TurnMachine {
             next_stop: 0,
             turn: UserTurn::default(),
             barge_in: None,
+            backchannels,
+            text_rules,
             says: VecDeque::new(),
             idle_deadline: None,
             idle_prompted: false,
@@ -306,9 +328,10 @@ impl TurnMachine {
     /// The VAD decided at `now` that the caller stopped; their speech ended at `speech_end`.
     pub fn handle_speech_end(&mut self, now: Instant, speech_end: Instant) {
         if matches!(self.state, TurnState::BotSpeaking | TurnState::BotThinking) {
-            if self.barge_in.take().is_some() {
-                self.counters.short_speech_ignored += 1;
+            if let Some(pending) = &mut self.barge_in {
+                pending.stopped(now, speech_end);
             }
+            self.check_barge_in(now);
             return;
         }
         if self.state != TurnState::UserSpeaking {
@@ -327,10 +350,10 @@ impl TurnMachine {
         self.actions.push_back(Action::FinalizeStt);
         self.mark(TurnEvent::SttFinalize, now);
         self.turn.policy_deadline = match self.config.policy {
-            TurnPolicy::Adaptive { .. } => {
+            TurnPolicy::Adaptive { incomplete_timeout } => {
                 self.actions
                     .push_back(Action::RequestVerdict { stop, speech_end });
-                None
+                Some(now + incomplete_timeout)
             }
             TurnPolicy::FixedSilence { silence } => Some(speech_end + silence),
         };
@@ -339,16 +362,23 @@ impl TurnMachine {
     }
 
     /// An interim transcript (replaces the previous interim of the turn).
-    pub fn handle_interim(&mut self, _now: Instant, text: &str) {
+    pub fn handle_interim(&mut self, now: Instant, text: &str) {
         if self.in_user_turn() {
             self.turn.interim.clear();
             self.turn.interim.push_str(text);
+        } else if let Some(pending) = &mut self.barge_in {
+            pending.interim(text);
+            self.check_barge_in(now);
         }
     }
 
     /// A final transcript; `from_finalize` when it answers a Finalize.
     pub fn handle_final(&mut self, now: Instant, text: &str, from_finalize: bool) {
         if !self.in_user_turn() {
+            if let Some(pending) = &mut self.barge_in {
+                pending.final_(text);
+                self.check_barge_in(now);
+            }
             return;
         }
         let text = text.trim();
@@ -380,13 +410,7 @@ impl TurnMachine {
         match verdict {
             Verdict::Complete { .. } => self.counters.verdicts_complete += 1,
             Verdict::Failed => self.counters.verdicts_failed += 1,
-            Verdict::Incomplete { .. } => {
-                self.counters.verdicts_incomplete += 1;
-                if let TurnPolicy::Adaptive { incomplete_timeout } = self.config.policy {
-                    let stop_at = self.turn.last_finalize.unwrap_or(now);
-                    self.turn.policy_deadline = Some(stop_at + incomplete_timeout);
-                }
-            }
+            Verdict::Incomplete { .. } => self.counters.verdicts_incomplete += 1,
         }
         self.turn.verdict = Some(verdict);
         self.mark(TurnEvent::TurnVerdict, now);
@@ -408,10 +432,24 @@ impl TurnMachine {
             return;
         }
         self.state = TurnState::Listening;
-        if let Some(pending) = self.barge_in.take() {
+        let pending = self.barge_in.take();
+        if let Some(pending) = pending.as_ref().filter(|p| p.speech_end.is_none()) {
             // The caller started talking before the bot finished and is still talking.
             self.start_user_turn(pending.speech_start);
-        } else if let Some(text) = self.says.pop_front() {
+            self.turn.finals = pending.finals.clone();
+        } else if let Some(pending) = pending {
+            let kind = pending
+                .ignored(now, &self.config.barge_in, &self.backchannels)
+                .unwrap_or(Ignored::Short);
+            self.count_ignored(kind);
+            self.next_after_response(now);
+        } else {
+            self.next_after_response(now);
+        }
+    }
+
+    fn next_after_response(&mut self, now: Instant) {
+        if let Some(text) = self.says.pop_front() {
             self.speak(text, SpeakKind::Say);
         } else {
             self.arm_idle(now);
@@ -447,11 +485,7 @@ impl TurnMachine {
             self.end_call(EndReason::MaxDuration);
             return;
         }
-        if let Some(b) = self.barge_in
-            && b.deadline.is_some_and(|d| d <= now)
-        {
-            self.interrupt(b.speech_start);
-        }
+        self.check_barge_in(now);
         if self.state == TurnState::UserPaused {
             self.try_end_turn(now);
         }
@@ -471,11 +505,19 @@ impl TurnMachine {
     /// The earliest deadline at which [`TurnMachine::handle_timeout`] must be called.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let paused = self.state == TurnState::UserPaused;
+        let barge_in = self.barge_in.as_ref().and_then(|p| {
+            let config = &self.config.barge_in;
+            let interrupt = p.interrupts_at(config, &self.backchannels);
+            [interrupt, p.grace_ends_at(config)]
+                .into_iter()
+                .flatten()
+                .min()
+        });
         [
             self.call_deadline,
-            self.barge_in.and_then(|b| b.deadline),
+            barge_in,
             self.idle_deadline,
-            self.turn.policy_deadline.filter(|_| paused),
+            self.policy_deadline().filter(|_| paused),
             self.turn
                 .final_deadline
                 .filter(|_| paused && self.config.require_final),
@@ -500,24 +542,67 @@ impl TurnMachine {
         self.turn.verdict = None;
         self.turn.policy_deadline = None;
         self.turn.policy_deadline_passed = false;
+        self.turn.shortcut_passed = false;
+    }
+
+    /// The policy's deadline now: the fixed silence, or the adaptive fallback,
+    /// shortened by the text shortcut; `None` once it has passed.
+    fn policy_deadline(&self) -> Option<Instant> {
+        if self.turn.policy_deadline_passed {
+            return None;
+        }
+        let base = self.turn.policy_deadline?;
+        Some(self.shortcut_deadline().map_or(base, |s| s.min(base)))
+    }
+
+    /// The end of an adaptive turn that the STT final's text allows: after a
+    /// complete short answer or terminal punctuation (never after a word that
+    /// goes on), counted from the end of speech.
+    fn shortcut_deadline(&self) -> Option<Instant> {
+        let (Some(rules), Some(shortcut)) = (&self.text_rules, &self.config.incomplete_shortcut)
+        else {
+            return None;
+        };
+        let adaptive = matches!(self.config.policy, TurnPolicy::Adaptive { .. });
+        if !adaptive || self.turn.finals_pending > 0 {
+            return None;
+        }
+        let end = self.turn.speech_end?;
+        let text = self.turn.finals.trim_end();
+        let evidence = rules.evidence(text);
+        let turn_len = end.saturating_duration_since(self.turn.speech_start.unwrap_or(end));
+        let wait = if evidence == TextEvidence::ShortAnswer
+            && turn_len <= shortcut.short_answer_max_turn
+        {
+            shortcut.short_answer
+        } else if evidence != TextEvidence::GoesOn
+            && text.ends_with(['.', '!', '?'])
+            && !shortcut.terminal.is_zero()
+        {
+            shortcut.terminal
+        } else {
+            return None;
+        };
+        Some(end + wait)
     }
 
     fn policy_satisfied(&self) -> bool {
         let deadline_passed = self.turn.policy_deadline_passed;
         match self.config.policy {
             TurnPolicy::FixedSilence { .. } => deadline_passed,
-            TurnPolicy::Adaptive { .. } => match self.turn.verdict {
-                Some(Verdict::Complete { .. } | Verdict::Failed) => true,
-                Some(Verdict::Incomplete { .. }) => deadline_passed,
-                None => false,
-            },
+            TurnPolicy::Adaptive { .. } => {
+                matches!(self.turn.verdict, Some(Verdict::Complete { .. })) || deadline_passed
+            }
         }
     }
 
     /// Turns due deadlines into flags, so each deadline fires exactly once.
     fn expire_deadlines(&mut self, now: Instant) {
-        if self.turn.policy_deadline.is_some_and(|d| d <= now) {
-            self.turn.policy_deadline = None;
+        if let Some(deadline) = self.policy_deadline()
+            && deadline <= now
+        {
+            let base = self.turn.policy_deadline.unwrap_or(deadline);
+            self.turn.shortcut_passed = deadline < base;
             self.turn.policy_deadline_passed = true;
         }
         if self.turn.final_deadline.is_some_and(|d| d <= now) {
@@ -538,9 +623,7 @@ impl TurnMachine {
         if !finals_ok {
             self.counters.final_timeouts += 1;
         }
-        if matches!(self.turn.verdict, Some(Verdict::Incomplete { .. })) {
-            self.counters.incomplete_timeouts += 1;
-        }
+        self.count_fallback();
         self.end_turn(now);
     }
 
@@ -591,22 +674,53 @@ impl TurnMachine {
         self.state = TurnState::UserSpeaking;
     }
 
-    fn arm_barge_in(&mut self, now: Instant, speech_start: Instant) {
-        if self.barge_in.is_some() {
+    /// Which deadline ended an adaptive turn without a "complete" verdict.
+    fn count_fallback(&mut self) {
+        if !matches!(self.config.policy, TurnPolicy::Adaptive { .. })
+            || matches!(self.turn.verdict, Some(Verdict::Complete { .. }))
+        {
             return;
         }
-        let deadline = self
-            .config
-            .barge_in
-            .enabled
-            .then(|| speech_start + self.config.barge_in.min_speech);
-        if deadline.is_some_and(|d| d <= now) {
-            self.interrupt(speech_start);
+        if self.turn.shortcut_passed {
+            self.counters.shortened_fallbacks += 1;
+        } else if matches!(self.turn.verdict, Some(Verdict::Incomplete { .. })) {
+            self.counters.incomplete_timeouts += 1;
         } else {
-            self.barge_in = Some(PendingBargeIn {
-                speech_start,
-                deadline,
-            });
+            self.counters.verdict_fallbacks += 1;
+        }
+    }
+
+    fn arm_barge_in(&mut self, now: Instant, speech_start: Instant) {
+        match &mut self.barge_in {
+            Some(pending) => pending.resumed(),
+            None => self.barge_in = Some(PendingBargeIn::new(speech_start)),
+        }
+        self.check_barge_in(now);
+    }
+
+    /// Interrupts when the pending speech qualifies by `now`, or forgets it
+    /// when it is over without qualifying.
+    fn check_barge_in(&mut self, now: Instant) {
+        let Some(pending) = &self.barge_in else {
+            return;
+        };
+        let config = &self.config.barge_in;
+        if pending
+            .interrupts_at(config, &self.backchannels)
+            .is_some_and(|at| at <= now)
+        {
+            let (start, finals) = (pending.speech_start, pending.finals.clone());
+            self.interrupt(start, finals);
+        } else if let Some(kind) = pending.ignored(now, config, &self.backchannels) {
+            self.barge_in = None;
+            self.count_ignored(kind);
+        }
+    }
+
+    fn count_ignored(&mut self, kind: Ignored) {
+        match kind {
+            Ignored::Backchannel => self.counters.backchannels_ignored += 1,
+            Ignored::Short => self.counters.short_speech_ignored += 1,
         }
     }
 
@@ -621,7 +735,7 @@ impl TurnMachine {
         self.state = TurnState::UserSpeaking;
     }
 
-    fn interrupt(&mut self, speech_start: Instant) {
+    fn interrupt(&mut self, speech_start: Instant, finals: String) {
         self.barge_in = None;
         let old = self.epoch;
         self.epoch = self.epoch.next();
@@ -630,6 +744,7 @@ impl TurnMachine {
         self.says.clear();
         self.turn = UserTurn {
             speech_start: Some(speech_start),
+            finals,
             ..UserTurn::default()
         };
         self.actions.push_back(Action::Interrupt {

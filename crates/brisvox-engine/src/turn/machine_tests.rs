@@ -259,14 +259,220 @@ fn an_incomplete_verdict_ends_the_turn_at_its_timeout() {
 }
 
 #[test]
-fn a_failed_analysis_counts_as_complete_and_is_counted() {
+fn a_failed_analysis_waits_for_the_fallback_deadline_and_is_counted() {
     let mut d = Driver::new(TurnConfig::default());
     d.speech(100, 164);
     d.stop(1000, 1100);
-    d.final_(1200, "yes");
+    d.final_(1200, "I would like to");
     let out = d.verdict(1300, Verdict::Failed);
-    assert_eq!(responses(&out).len(), 1);
+    assert!(responses(&out).is_empty(), "never ended at once: {out:?}");
     assert_eq!(d.m.counters().verdicts_failed, 1);
+    assert_eq!(d.m.poll_timeout(), Some(d.at(4100)));
+    // The caller goes on inside the fallback: one turn, answered once.
+    d.speech(1500, 1564);
+    d.stop(2500, 2600);
+    d.verdict(2700, COMPLETE);
+    let out = d.final_(2800, "book a table");
+    assert_eq!(
+        responses(&out),
+        vec![(Epoch(1), "I would like to book a table".to_owned())]
+    );
+}
+
+#[test]
+fn a_late_analysis_ends_the_turn_at_its_fallback_deadline() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    d.final_(1250, "so");
+    assert!(d.advance_to(4099).is_empty());
+    let out = d.advance_to(4100);
+    assert_eq!(responses(&out), vec![(Epoch(1), "so".to_owned())]);
+    assert_eq!(d.m.counters().verdict_fallbacks, 1);
+    // The verdict that comes after all changes nothing.
+    let stop = d.last_stop().expect("requested");
+    d.m.handle_verdict(d.at(4200), stop, COMPLETE);
+    assert!(responses(&d.drain()).is_empty());
+    assert_eq!(d.m.counters().stale_verdicts, 1);
+}
+
+fn with_shortcut() -> TurnConfig {
+    TurnConfig {
+        incomplete_shortcut: Some(crate::turn::IncompleteShortcut::new(
+            brisvox_text::Language::En,
+        )),
+        ..TurnConfig::default()
+    }
+}
+
+/// The turn ends `wait_ms` after the end of speech (1000) once the final says `text`.
+fn ends_after(config: TurnConfig, text: &str, verdict: Verdict) -> Option<u64> {
+    let mut d = Driver::new(config);
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    d.verdict(1125, verdict);
+    let mut out = d.final_(1250, text);
+    out.extend(d.advance_to(10_000));
+    marked(&out, TurnEvent::TurnEnd).map(|(_, at)| (at - d.at(1000)).as_millis() as u64)
+}
+
+#[test]
+fn a_short_answer_or_terminal_punctuation_shortens_the_incomplete_wait() {
+    assert_eq!(ends_after(with_shortcut(), "Yes.", INCOMPLETE), Some(300));
+    assert_eq!(
+        ends_after(with_shortcut(), "four two seven", INCOMPLETE),
+        Some(300)
+    );
+    assert_eq!(
+        ends_after(with_shortcut(), "I'd like a table for two.", INCOMPLETE),
+        Some(700)
+    );
+    assert_eq!(
+        ends_after(with_shortcut(), "Yes.", Verdict::Failed),
+        Some(300)
+    );
+    // Words that go on, or no evidence: the full fallback after the stop.
+    assert_eq!(
+        ends_after(with_shortcut(), "I'd like the.", INCOMPLETE),
+        Some(3100)
+    );
+    assert_eq!(
+        ends_after(with_shortcut(), "a table for two", INCOMPLETE),
+        Some(3100)
+    );
+    // Without the shortcut configured nothing changes.
+    assert_eq!(
+        ends_after(TurnConfig::default(), "Yes.", INCOMPLETE),
+        Some(3100)
+    );
+}
+
+#[test]
+fn a_shortened_wait_is_counted_and_a_late_final_ends_the_turn_at_once() {
+    let mut d = Driver::new(with_shortcut());
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    d.verdict(1125, INCOMPLETE);
+    assert!(d.advance_to(1900).is_empty(), "no text yet: no shortcut");
+    let out = d.final_(1900, "No.");
+    assert_eq!(responses(&out), vec![(Epoch(1), "No.".to_owned())]);
+    assert_eq!(d.m.counters().shortened_fallbacks, 1);
+    assert_eq!(d.m.counters().incomplete_timeouts, 0);
+}
+
+#[test]
+fn a_long_turn_is_not_a_short_answer() {
+    let mut d = Driver::new(with_shortcut());
+    d.speech(100, 164);
+    d.stop(4000, 4100);
+    d.verdict(4125, INCOMPLETE);
+    let mut out = d.final_(4250, "one two three");
+    out.extend(d.advance_to(10_000));
+    assert_eq!(
+        marked(&out, TurnEvent::TurnEnd).map(|(_, at)| at),
+        Some(d.at(7100))
+    );
+}
+
+fn with_words() -> TurnConfig {
+    TurnConfig {
+        barge_in: BargeInConfig {
+            min_speech: ms(300),
+            backchannels: crate::turn::words::default_backchannels(brisvox_text::Language::En),
+            ..BargeInConfig::default()
+        },
+        ..TurnConfig::default()
+    }
+}
+
+/// A bot speaking since 1700 after the caller's first turn.
+fn bot_speaking(config: TurnConfig) -> Driver {
+    let mut d = Driver::new(config);
+    d.user_turn(100, 1000, "hi");
+    d.m.handle_response_audio_started(d.at(1700), Epoch(1));
+    d
+}
+
+fn interrupts(actions: &[Action]) -> usize {
+    actions
+        .iter()
+        .filter(|a| matches!(a, Action::Interrupt { .. }))
+        .count()
+}
+
+#[test]
+fn a_backchannel_over_the_bot_never_interrupts_and_is_counted() {
+    let mut d = bot_speaking(with_words());
+    d.speech(3000, 3064);
+    d.advance_to(3400);
+    d.m.handle_interim(d.at(3400), "mm-hmm");
+    let mut out = d.drain();
+    out.extend(d.stop(3500, 3600));
+    d.m.handle_final(d.at(3700), "Mm-hmm, yeah.", false);
+    out.extend(d.drain());
+    out.extend(d.advance_to(5000));
+    assert_eq!(interrupts(&out), 0, "{out:?}");
+    assert_eq!(d.m.state(), TurnState::BotSpeaking);
+    assert_eq!(d.m.counters().backchannels_ignored, 1);
+    assert_eq!(d.m.counters().barge_ins, 0);
+}
+
+#[test]
+fn words_that_are_not_backchannels_interrupt() {
+    let mut d = bot_speaking(with_words());
+    d.speech(3000, 3064);
+    d.m.handle_interim(d.at(3200), "okay wait");
+    let mut out = d.drain();
+    assert_eq!(interrupts(&out), 0, "not before min_speech");
+    out.extend(d.advance_to(3300));
+    assert_eq!(interrupts(&out), 1);
+    assert_eq!(d.m.counters().barge_ins, 1);
+    // The words heard so far open the caller's new turn.
+    d.stop(3600, 3700);
+    d.verdict(3725, COMPLETE);
+    let out = d.final_(3800, "a second");
+    assert_eq!(responses(&out), vec![(Epoch(2), "a second".to_owned())]);
+}
+
+#[test]
+fn long_speech_without_words_interrupts_and_a_late_word_still_counts() {
+    let mut d = bot_speaking(with_words());
+    d.speech(3000, 3064);
+    let out = d.advance_to(3800);
+    assert_eq!(interrupts(&out), 1, "no word for 800 ms: a barge-in");
+
+    let mut d = bot_speaking(with_words());
+    d.speech(3000, 3064);
+    d.stop(3500, 3600);
+    assert_eq!(
+        d.m.counters().short_speech_ignored,
+        0,
+        "waits for its words"
+    );
+    d.m.handle_final(d.at(3800), "stop", false);
+    assert_eq!(interrupts(&d.drain()), 1);
+
+    let mut d = bot_speaking(with_words());
+    d.speech(3000, 3064);
+    d.stop(3500, 3600);
+    assert!(d.advance_to(4000).is_empty());
+    assert_eq!(
+        d.m.counters().short_speech_ignored,
+        1,
+        "no word in the grace"
+    );
+}
+
+#[test]
+fn min_words_needs_that_many_recognised_words() {
+    let mut config = with_words();
+    config.barge_in.min_words = 2;
+    let mut d = bot_speaking(config);
+    d.speech(3000, 3064);
+    d.m.handle_interim(d.at(3400), "yeah stop");
+    assert_eq!(interrupts(&d.drain()), 0);
+    d.m.handle_interim(d.at(3500), "yeah stop talking");
+    assert_eq!(interrupts(&d.drain()), 1);
 }
 
 #[test]
@@ -425,6 +631,7 @@ fn short_speech_over_the_bot_does_not_interrupt_and_is_counted() {
         barge_in: BargeInConfig {
             enabled: true,
             min_speech: ms(300),
+            ..BargeInConfig::default()
         },
         ..TurnConfig::default()
     });
@@ -455,6 +662,7 @@ fn with_barge_in_disabled_speech_over_the_bot_becomes_the_next_turn() {
         barge_in: BargeInConfig {
             enabled: false,
             min_speech: ms(0),
+            ..BargeInConfig::default()
         },
         ..TurnConfig::default()
     });
@@ -598,10 +806,12 @@ fn random_input_sequences_keep_every_invariant() {
     let configs = [
         TurnConfig::default(),
         fixed(300),
+        with_words(),
         TurnConfig {
             barge_in: BargeInConfig {
                 enabled: true,
                 min_speech: ms(200),
+                ..BargeInConfig::default()
             },
             idle: Some(IdleConfig {
                 prompt_after: ms(3000),
@@ -623,7 +833,7 @@ fn random_input_sequences_keep_every_invariant() {
             rng ^= rng << 17;
             rng % n
         };
-        let mut d = Driver::new(configs[(seed % 3) as usize].clone());
+        let mut d = Driver::new(configs[(seed % 4) as usize].clone());
         let mut t = 0;
         for _ in 0..60 {
             t += 1 + next(400);
@@ -632,8 +842,14 @@ fn random_input_sequences_keep_every_invariant() {
             match next(9) {
                 0 => d.m.handle_speech_start(now, now - ms(next(100))),
                 1 => d.m.handle_speech_end(now, now - ms(next(100))),
-                2 => d.m.handle_final(now, "words", next(2) == 0),
-                3 => d.m.handle_interim(now, "wor"),
+                2 => d.m.handle_final(
+                    now,
+                    ["words", "yes.", "yeah"][next(3) as usize],
+                    next(2) == 0,
+                ),
+                3 => {
+                    d.m.handle_interim(now, ["wor", "mm-hmm", "stop"][next(3) as usize])
+                }
                 4 => {
                     if let Some(stop) = d.last_stop() {
                         let v = [COMPLETE, INCOMPLETE, Verdict::Failed][next(3) as usize];

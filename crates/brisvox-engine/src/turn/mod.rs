@@ -1,9 +1,14 @@
-//! Turn-taking: the settings and the sans-IO turn machine.
+//! Turn-taking: the settings, the sans-IO turn machine, its interruption policy
+//! and the word rules it reads transcripts with.
 
 pub mod config;
+pub(crate) mod interruption;
 pub mod machine;
+pub mod words;
 
-pub use config::{BargeInConfig, IdleConfig, TurnConfig, TurnConfigError, TurnPolicy};
+pub use config::{
+    BargeInConfig, IdleConfig, IncompleteShortcut, TurnConfig, TurnConfigError, TurnPolicy,
+};
 pub use machine::{
     Action, EndReason, SpeakKind, StopId, TurnCounters, TurnMachine, TurnState, Verdict,
 };

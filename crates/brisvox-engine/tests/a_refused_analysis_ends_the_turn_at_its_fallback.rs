@@ -1,7 +1,9 @@
 //! A Smart Turn analysis the service cannot run (its pool refuses: the queue
 //! is full) is a failed verdict: counted by the turn machine and by the
-//! service, and the turn still ends (by the STT final, as the adaptive policy
-//! does without a verdict) and is answered once.
+//! service, and the turn ends at its fallback deadline (the adaptive policy's
+//! `incomplete_timeout` after the VAD stop), never at once, and is answered
+//! once: an overloaded model delays the answer instead of cutting a caller off
+//! mid-sentence.
 //!
 //! Skipped (with a message) when the Smart Turn model or ONNX Runtime is
 //! missing, unless `CI` is set (`brisvox_models::runtime::models_required`).
@@ -10,7 +12,10 @@
 mod common;
 
 use std::sync::Arc;
+use std::time::Duration;
 
+use brisvox_core::timeline::TurnEvent;
+use brisvox_engine::turn::TurnPolicy;
 use brisvox_engine::{CallEnd, Models, VadSource, VerdictSource};
 use brisvox_models::pool::{InferencePool, PoolConfig};
 use brisvox_models::runtime::models_required;
@@ -18,7 +23,7 @@ use brisvox_models::smart_turn::{SmartTurn, SmartTurnConfig, SmartTurnService};
 use common::*;
 
 #[tokio::test(start_paused = true)]
-async fn a_refused_analysis_fails_the_verdict_not_the_turn() {
+async fn a_refused_analysis_ends_the_turn_at_its_fallback_deadline() {
     let model = match SmartTurn::load(SmartTurnConfig::default()) {
         Ok(model) => Arc::new(model),
         Err(e) if !models_required() => {
@@ -40,9 +45,14 @@ async fn a_refused_analysis_fails_the_verdict_not_the_turn() {
     };
     let fx = fixture("en_two_utterances");
     let mocks = Mocks::fixed(6);
+    let fallback = Duration::from_millis(1_000);
+    let mut config = sim_config();
+    config.turn.policy = TurnPolicy::Adaptive {
+        incomplete_timeout: fallback,
+    };
     let run = run(
         then_silence(fx.samples.clone(), 3_000),
-        sim_config(),
+        config,
         &mocks,
         models,
     )
@@ -57,4 +67,14 @@ async fn a_refused_analysis_fails_the_verdict_not_the_turn() {
     assert_eq!((c.turns, c.responses), (2, 2));
     assert_eq!(mocks.llm.stats().started, 2);
     assert_eq!(run.answered().len(), 2);
+    assert_eq!(c.verdict_fallbacks, 2);
+    for turn in run.answered() {
+        let waited = turn
+            .span(TurnEvent::VadStop, TurnEvent::TurnEnd)
+            .expect("a stop and a turn end");
+        assert_eq!(
+            waited, fallback,
+            "the turn ends at its fallback, not at once"
+        );
+    }
 }
