@@ -123,9 +123,15 @@ pub struct CallReport {
     pub frames_in: u64,
     /// Caller frames the STT session could not take (its queue was full or it was gone).
     pub stt_frames_dropped: u64,
-    /// VAD windows without a probability (refused by the VAD service, failed,
-    /// or lost on a full outcome queue).
+    /// VAD windows without a probability (dropped after being held past the
+    /// hold's bound, failed, or lost on a full outcome queue).
     pub vad_windows_lost: u64,
+    /// VAD windows the VAD service refused at first (its queue was full) and
+    /// took on a retry: overload turned into delay.
+    pub vad_windows_retried: u64,
+    /// TTS chunks whose normalisation off the worker failed or timed out; the
+    /// written text was spoken instead.
+    pub normalize_failures: u64,
     /// Frames handed to the transport sink.
     pub frames_out: u64,
     /// Tokens the LLM provider reported, summed over the call's completions.

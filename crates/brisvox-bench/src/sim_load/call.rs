@@ -289,6 +289,8 @@ mod tests {
             frames_in: 0,
             stt_frames_dropped: 0,
             vad_windows_lost: 0,
+            vad_windows_retried: 0,
+            normalize_failures: 0,
             frames_out: 0,
             end,
         }

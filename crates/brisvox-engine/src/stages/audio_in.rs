@@ -9,6 +9,12 @@
 //! dated in audio time: audio time zero is the start of the first frame, i.e.
 //! its arrival minus its duration. Nothing here allocates or logs per frame.
 //!
+//! Overload is delay: a window the VAD service refuses (its queue is full) is
+//! held here, in order, and offered again every [`VAD_RETRY_DELAY`] until the
+//! service takes it; windows after it wait behind it. Only when more than
+//! [`VAD_HOLD_WINDOWS`] wait is the oldest dropped (counted in `vad_lost`), and
+//! the windows after it keep their audio time.
+//!
 //! The transport source is read here directly: AudioIn is the transport reader.
 //! When it ends (the caller hung up), AudioIn tells the driver and returns.
 
@@ -36,6 +42,13 @@ pub(crate) const VAD_OUTCOME_CAPACITY: usize = 64;
 /// Samples in a 32 ms VAD window at 16 kHz.
 const WINDOW_SAMPLES: usize = 512;
 
+/// How long a window refused by the VAD service waits before it is offered again.
+pub(crate) const VAD_RETRY_DELAY: Duration = Duration::from_millis(10);
+
+/// Most refused windows held for a retry (about 1 s of audio); past it the
+/// oldest is dropped.
+pub(crate) const VAD_HOLD_WINDOWS: usize = 32;
+
 /// Counters AudioIn shares with the call report.
 #[derive(Debug, Default)]
 pub(crate) struct AudioInStats {
@@ -43,8 +56,10 @@ pub(crate) struct AudioInStats {
     pub(crate) frames_in: AtomicU64,
     /// Frames the STT session did not take.
     pub(crate) stt_dropped: AtomicU64,
-    /// VAD windows without a probability (refused or lost).
+    /// VAD windows without a probability (dropped after the hold, failed or lost).
     pub(crate) vad_lost: AtomicU64,
+    /// VAD windows the service refused at first and took on a retry.
+    pub(crate) vad_retried: AtomicU64,
 }
 
 /// How windows are scored.
@@ -57,7 +72,34 @@ enum Scorer {
         stream: VadStream,
         outcomes: mpsc::Receiver<WindowOutcome>,
         scratch: Box<[f32; WINDOW_SAMPLES]>,
+        hold: Held,
     },
+}
+
+/// Windows the VAD service refused, waiting for a retry (grown only under
+/// overload), and the audio-time correction for the ones dropped.
+#[derive(Default)]
+struct Held {
+    windows: std::collections::VecDeque<[i16; WINDOW_SAMPLES]>,
+    /// When to offer the oldest again.
+    retry_at: Option<Instant>,
+    /// Windows dropped so far before the stream seq in `gaps`' front.
+    skew: u64,
+    /// (first stream seq after a dropped window, windows dropped there).
+    gaps: std::collections::VecDeque<(u64, u64)>,
+}
+
+impl Held {
+    /// The audio-time window index of the stream's window `seq`.
+    fn audio_seq(&mut self, seq: u64) -> u64 {
+        while let Some(&(from, n)) = self.gaps.front()
+            && from <= seq
+        {
+            self.skew += n;
+            self.gaps.pop_front();
+        }
+        seq + self.skew
+    }
 }
 
 /// The AudioIn actor.
@@ -110,6 +152,7 @@ impl<S: crate::TransportSource> AudioIn<S> {
                     stream,
                     outcomes,
                     scratch: Box::new([0.0; WINDOW_SAMPLES]),
+                    hold: Held::default(),
                 }
             }
         };
@@ -133,11 +176,17 @@ impl<S: crate::TransportSource> AudioIn<S> {
     /// Reads the transport until the caller hangs up or the call shuts down.
     pub(crate) async fn run(mut self) {
         loop {
+            let retry = retry_at(&self.scorer);
             tokio::select! {
                 biased;
                 () = shutdown(&mut self.shutdown) => return,
                 Some(outcome) = next_outcome(&mut self.scorer) => {
                     if !self.on_outcome(outcome).await {
+                        return;
+                    }
+                }
+                () = super::sleep_until(retry) => {
+                    if !self.submit_held().await {
                         return;
                     }
                 }
@@ -205,30 +254,72 @@ impl<S: crate::TransportSource> AudioIn<S> {
                 };
                 self.on_probability(seq, p).await
             }
-            Scorer::Silero {
-                stream, scratch, ..
-            } => {
-                for (dst, &s) in scratch.iter_mut().zip(self.window.iter()) {
-                    *dst = f32::from(s) / 32768.0;
-                }
-                if stream.submit(&scratch[..]).is_err() {
+            Scorer::Silero { stream, hold, .. } => {
+                if hold.windows.len() == VAD_HOLD_WINDOWS {
+                    hold.windows.pop_front();
                     self.stats.vad_lost.fetch_add(1, Ordering::Relaxed);
+                    record_gap(hold, stream.windows_submitted());
                 }
-                // An inline pool has scored it already: handle it now, in order.
-                while let Some(outcome) = try_outcome(&mut self.scorer) {
-                    if !self.on_outcome(outcome).await {
-                        return false;
-                    }
-                }
-                true
+                hold.windows.push_back(self.window);
+                self.submit_held().await
             }
         }
     }
 
+    /// Offers the held windows to the VAD service, oldest first, until it
+    /// refuses one (then retries after [`VAD_RETRY_DELAY`]). Returns false when
+    /// the driver is gone.
+    async fn submit_held(&mut self) -> bool {
+        let Scorer::Silero {
+            stream,
+            scratch,
+            hold,
+            ..
+        } = &mut self.scorer
+        else {
+            return true;
+        };
+        let retrying = hold.retry_at.take().is_some();
+        while let Some(window) = hold.windows.front() {
+            for (dst, &s) in scratch.iter_mut().zip(window.iter()) {
+                *dst = f32::from(s) / 32768.0;
+            }
+            match stream.submit(&scratch[..]) {
+                Ok(_) => {
+                    hold.windows.pop_front();
+                    if retrying {
+                        self.stats.vad_retried.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Err(brisvox_models::vad::VadError::QueueFull { .. }) => {
+                    hold.retry_at = Some(now() + VAD_RETRY_DELAY);
+                    break;
+                }
+                Err(_) => {
+                    // Not an overload (the pool is gone): the window cannot run.
+                    hold.windows.pop_front();
+                    self.stats.vad_lost.fetch_add(1, Ordering::Relaxed);
+                    record_gap(hold, stream.windows_submitted());
+                }
+            }
+        }
+        // An inline pool has scored them already: handle them now, in order.
+        while let Some(outcome) = try_outcome(&mut self.scorer) {
+            if !self.on_outcome(outcome).await {
+                return false;
+            }
+        }
+        true
+    }
+
     /// A Silero outcome. Returns false when the driver is gone.
     async fn on_outcome(&mut self, outcome: WindowOutcome) -> bool {
+        let seq = match &mut self.scorer {
+            Scorer::Silero { hold, .. } => hold.audio_seq(outcome.seq),
+            Scorer::Energy { .. } => outcome.seq,
+        };
         match outcome.probability {
-            Ok(p) => self.on_probability(outcome.seq, p).await,
+            Ok(p) => self.on_probability(seq, p).await,
             Err(_) => {
                 self.stats.vad_lost.fetch_add(1, Ordering::Relaxed);
                 true
@@ -283,6 +374,22 @@ fn mean_power(window: &[i16]) -> f32 {
         })
         .sum();
     (sum / window.len().max(1) as f64) as f32
+}
+
+/// Notes a window dropped before the stream's window `next_seq`.
+fn record_gap(hold: &mut Held, next_seq: u64) {
+    match hold.gaps.back_mut() {
+        Some((from, n)) if *from == next_seq => *n += 1,
+        _ => hold.gaps.push_back((next_seq, 1)),
+    }
+}
+
+/// When the held windows are offered again; `None` when none wait.
+fn retry_at(scorer: &Scorer) -> Option<Instant> {
+    match scorer {
+        Scorer::Silero { hold, .. } => hold.retry_at,
+        Scorer::Energy { .. } => None,
+    }
 }
 
 /// The next Silero outcome; never resolves for the energy VAD.

@@ -3,8 +3,10 @@
 //!
 //! One provider context per response (`ContextId::new(epoch, seq)`, `seq`
 //! counting the session's contexts). Each chunk is normalised on its way out
-//! (inline up to [`INLINE_CHUNK_CHARS`](brisvox_text::normalize::INLINE_CHUNK_CHARS), on a blocking thread above it; the
-//! recorded text stays the raw chunk). Marks: `TtsRequest` when the context
+//! (inline up to [`INLINE_CHUNK_CHARS`](brisvox_text::normalize::INLINE_CHUNK_CHARS),
+//! on a blocking thread above it, within [`NORMALIZE_OFFLOAD_TIMEOUT`]: a failed
+//! or late offload speaks the written text and is counted in the report's
+//! `normalize_failures`; the recorded text stays the raw chunk). Marks: `TtsRequest` when the context
 //! starts, `TtsFirstText` when its first text is handed to the session,
 //! `TtsFirstByte` at its first audio. Audio goes through the
 //! [`OutputFramer`] (resampled to the transport rate, whole frames) to the
@@ -84,6 +86,7 @@ pub(crate) struct TtsStage {
     timeline: SharedTimeline,
     failures: Arc<FailureBook>,
     failed_responses: Arc<AtomicU64>,
+    normalize_failures: Arc<AtomicU64>,
     floor: watch::Receiver<Epoch>,
     shutdown: watch::Receiver<bool>,
 }
@@ -101,6 +104,8 @@ pub(crate) struct TtsParts {
     pub(crate) timeline: SharedTimeline,
     pub(crate) failures: Arc<FailureBook>,
     pub(crate) failed_responses: Arc<AtomicU64>,
+    /// Chunks whose offloaded normalisation failed (the written text was spoken).
+    pub(crate) normalize_failures: Arc<AtomicU64>,
     pub(crate) floor: watch::Receiver<Epoch>,
     pub(crate) shutdown: watch::Receiver<bool>,
 }
@@ -127,6 +132,7 @@ impl TtsStage {
             timeline: parts.timeline,
             failures: parts.failures,
             failed_responses: parts.failed_responses,
+            normalize_failures: parts.normalize_failures,
             floor: parts.floor,
             shutdown: parts.shutdown,
         }
@@ -174,7 +180,12 @@ impl TtsStage {
         let Some(current) = self.current.filter(|c| !c.failed) else {
             return;
         };
-        let spoken = spoken_form(text, self.language).await;
+        let spoken = spoken_form(text, self.language)
+            .await
+            .unwrap_or_else(|raw| {
+                self.normalize_failures.fetch_add(1, Ordering::Relaxed);
+                raw
+            });
         let sent = match &self.sender {
             Some(sender) => {
                 let send = sender.send_text(current.ctx, spoken);
@@ -419,17 +430,37 @@ impl TtsStage {
     }
 }
 
+/// How long the normalisation of a long chunk off the worker may take before
+/// the written text is spoken instead (counted in `normalize_failures`).
+pub(crate) const NORMALIZE_OFFLOAD_TIMEOUT: Duration = Duration::from_millis(200);
+
 /// The words to speak for `chunk`: normalised inline up to
-/// [`INLINE_CHUNK_CHARS`](brisvox_text::normalize::INLINE_CHUNK_CHARS), on a blocking thread above it (the written text if
-/// that fails).
-async fn spoken_form(chunk: String, language: Language) -> String {
+/// [`INLINE_CHUNK_CHARS`](brisvox_text::normalize::INLINE_CHUNK_CHARS), on a
+/// blocking thread above it. `Err` holds the written text, to be spoken when the
+/// offload failed or took longer than [`NORMALIZE_OFFLOAD_TIMEOUT`].
+async fn spoken_form(chunk: String, language: Language) -> Result<String, String> {
     if !needs_offload(&chunk) {
-        return normalize(&chunk, language).into_owned();
+        return Ok(normalize(&chunk, language).into_owned());
     }
+    offload_or_raw(chunk, NORMALIZE_OFFLOAD_TIMEOUT, move |c| {
+        normalize(c, language).into_owned()
+    })
+    .await
+}
+
+/// `rewrite(chunk)` on a blocking thread, or `Err(chunk)` when it panics or
+/// takes longer than `limit` (the thread is left to finish; its result is dropped).
+async fn offload_or_raw(
+    chunk: String,
+    limit: Duration,
+    rewrite: impl FnOnce(&str) -> String + Send + 'static,
+) -> Result<String, String> {
     let raw = chunk.clone();
-    tokio::task::spawn_blocking(move || normalize(&chunk, language).into_owned())
-        .await
-        .unwrap_or(raw)
+    let job = tokio::task::spawn_blocking(move || rewrite(&chunk));
+    match tokio::time::timeout(limit, job).await {
+        Ok(Ok(spoken)) => Ok(spoken),
+        Ok(Err(_)) | Err(_) => Err(raw),
+    }
 }
 
 /// The session's next live event; `None` once it is gone, never without one.
@@ -441,5 +472,26 @@ async fn next_event(events: &mut Option<TtsEvents>) -> Option<TtsEvent> {
     match events {
         Some(events) => events.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_slow_or_failed_offload_speaks_the_written_text() {
+        let ms = Duration::from_millis;
+        let ok = offload_or_raw("12".into(), ms(5_000), |c| format!("{c}!")).await;
+        assert_eq!(ok, Ok("12!".to_owned()));
+        let slow = offload_or_raw("%15".into(), ms(20), |c| {
+            std::thread::sleep(Duration::from_millis(500));
+            c.to_owned()
+        })
+        .await;
+        assert_eq!(slow, Err("%15".to_owned()), "timed out: the written text");
+        let panicked =
+            offload_or_raw("%15".into(), ms(5_000), |_| panic!("a normaliser bug")).await;
+        assert_eq!(panicked, Err("%15".to_owned()));
     }
 }

@@ -20,9 +20,14 @@
 //!   batch, in order.
 //! - **Bounded.** The queue holds at most [`VadServiceConfig::queue_capacity`]
 //!   windows over all streams; a submit beyond it is refused
-//!   ([`VadError::QueueFull`], reject newest), as is a submit the pool refuses
-//!   ([`VadError::Pool`]). A refused window never ran: the stream's state is
-//!   unchanged and the caller may offer it again.
+//!   ([`VadError::QueueFull`], reject newest). A refused window never ran: the
+//!   stream's state is unchanged and the caller may offer it again.
+//! - **Overload is delay.** When the pool refuses the batch job (its High line
+//!   is full), the window stays queued and the refusal is counted
+//!   ([`VadServiceStats::schedule_retries`]); the job is offered again by the next
+//!   submit of any stream or at the end of the running batch, so while calls'
+//!   audio flows the retry comes within one window (32 ms). Only a pool that has
+//!   shut down fails the submit ([`VadError::Pool`]).
 //! - **Sinks run on the pool's thread.** A sink must be quick and must not block
 //!   (a `try_send` into a bounded channel, an atomic store). A dropped [`VadStream`]
 //!   gets no more outcomes; its waiting windows are discarded.
@@ -38,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use super::VadError;
 use super::silero::{SileroBatch, SileroModel, SileroRate, SileroState};
-use crate::pool::{InferencePool, Priority};
+use crate::pool::{InferencePool, PoolError, Priority};
 
 /// Longest window (16 kHz).
 const MAX_WINDOW: usize = 512;
@@ -110,6 +115,9 @@ pub struct VadServiceStats {
     pub deferrals: u64,
     /// Windows waiting now.
     pub queued: u64,
+    /// Batch jobs the pool refused (line full); their windows stayed queued
+    /// and were offered again.
+    pub schedule_retries: u64,
 }
 
 impl VadServiceStats {
@@ -173,6 +181,7 @@ struct Counters {
     max_rows: AtomicU64,
     deferrals: AtomicU64,
     queued: AtomicU64,
+    schedule_retries: AtomicU64,
 }
 
 struct ServiceInner {
@@ -262,6 +271,7 @@ impl VadService {
             max_batch_rows: c.max_rows.load(Ordering::Relaxed),
             deferrals: c.deferrals.load(Ordering::Relaxed),
             queued: c.queued.load(Ordering::Relaxed),
+            schedule_retries: c.schedule_retries.load(Ordering::Relaxed),
         }
     }
 }
@@ -326,9 +336,16 @@ impl VadStream {
             !std::mem::replace(&mut queue.job_waiting, true)
         };
         if schedule && let Err(e) = ServiceInner::schedule(inner) {
-            inner.withdraw(&self.shared, seq);
-            inner.counters.rejected.fetch_add(1, Ordering::Relaxed);
-            return Err(e);
+            if !matches!(e, VadError::Pool(PoolError::Saturated { .. })) {
+                inner.withdraw(&self.shared, seq);
+                inner.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                return Err(e);
+            }
+            // The window stays queued: the next submit or batch end offers the job again.
+            inner
+                .counters
+                .schedule_retries
+                .fetch_add(1, Ordering::Relaxed);
         }
         inner.counters.submitted.fetch_add(1, Ordering::Relaxed);
         self.next_seq += 1;
@@ -491,8 +508,10 @@ impl ServiceInner {
         };
         // A refusal here (the High line full of other work) leaves the windows for
         // the job the next submit schedules.
-        if schedule {
-            let _ = Self::schedule(self);
+        if schedule && Self::schedule(self).is_err() {
+            self.counters
+                .schedule_retries
+                .fetch_add(1, Ordering::Relaxed);
         }
     }
 
