@@ -19,7 +19,7 @@ mod tts;
 pub use fault::{Fault, FaultPlan};
 pub use latency::{DetRng, Latency, MAX_LATENCY_MS};
 pub use llm::{LLM_HISTORY_CAPACITY, LlmStats, MockAnswer, MockLlm, MockLlmConfig, MockToolCall};
-pub use stt::{MAX_PENDING_FINALS, MockStt, MockSttConfig, SttStats};
+pub use stt::{MAX_PENDING_FINALS, MockStt, MockSttConfig, SttStats, TimedWord};
 pub use tts::{MAX_OPEN_CONTEXTS, MockTts, MockTtsConfig, TTS_TEXT_HISTORY_CAPACITY, TtsStats};
 
 use tokio::time::Instant;

@@ -9,6 +9,15 @@
 //! last (lagging, the default) or all of them (converged). A finalize answers
 //! with the whole transcript after a sampled delay; a finalize with no utterance
 //! answers with an empty final.
+//!
+//! **Timed words** ([`MockStt::set_timed_words`]): instead of one scripted
+//! transcript per utterance, the session knows when each word of a recording
+//! is spoken (audio time from the session's first frame). Interims show the
+//! words spoken so far since the last finalize, every
+//! [`MockSttConfig::interim_interval_ms`] of audio; a finalize answers with
+//! them after the sampled delay. This stands in for a streaming STT that
+//! recognises every word when it is heard, for benchmarks on recorded speech
+//! whose transcript is known.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -108,9 +117,19 @@ struct Counters {
     finals: AtomicU64,
 }
 
+/// A word of a recording and when it has been spoken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimedWord {
+    /// Audio time from the session's first frame by which the word is spoken, ms.
+    pub at_ms: u64,
+    /// The word as the STT writes it (with its punctuation).
+    pub text: String,
+}
+
 #[derive(Default)]
 struct Script {
     transcripts: VecDeque<String>,
+    timed: Option<Arc<Vec<TimedWord>>>,
     transcriber: Option<Transcriber>,
     connect_faults: FaultPlan,
     faults: FaultPlan,
@@ -178,6 +197,12 @@ impl MockStt {
         lock(&self.inner.script).transcriber = Some(Arc::new(transcriber));
     }
 
+    /// Transcribes sessions connected from now on from `words` (in time order)
+    /// instead of the script (module docs: timed words).
+    pub fn set_timed_words(&self, words: Vec<TimedWord>) {
+        lock(&self.inner.script).timed = Some(Arc::new(words));
+    }
+
     /// Plans failures of `connect` by session index (`Refuse`, `SlowStart`).
     pub fn set_connect_faults(&self, faults: FaultPlan) {
         lock(&self.inner.script).connect_faults = faults;
@@ -225,9 +250,18 @@ impl MockStt {
         }
         self.inner.counters.sessions.fetch_add(1, Ordering::Relaxed);
         let (session, backend) = SttSession::channel();
+        let timed = lock(&self.inner.script).timed.clone().map(|words| Timed {
+            words,
+            audio_ms: 0,
+            next_interim_ms: mock.interim_interval_ms.max(1),
+            finalized: 0,
+            shown: 0,
+            finals: 0,
+        });
         let state = SessionState {
             mock,
             inner: self.inner.clone(),
+            timed,
             current: None,
             pending: VecDeque::with_capacity(MAX_PENDING_FINALS),
             closing: false,
@@ -270,9 +304,39 @@ struct PendingFinal {
     events_sent: u32,
 }
 
+/// Where a timed-words session is in its recording.
+struct Timed {
+    words: Arc<Vec<TimedWord>>,
+    audio_ms: u64,
+    next_interim_ms: u64,
+    /// Words already in a final.
+    finalized: usize,
+    /// Words the last interim showed (from the start).
+    shown: usize,
+    /// Finals asked for so far (their delay streams).
+    finals: u64,
+}
+
+impl Timed {
+    /// Words spoken by the session's audio time.
+    fn heard(&self) -> usize {
+        self.words.partition_point(|w| w.at_ms <= self.audio_ms)
+    }
+
+    fn text(&self, to: usize) -> String {
+        let words = &self.words[self.finalized.min(to)..to];
+        words
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 struct SessionState {
     mock: MockSttConfig,
     inner: Arc<Inner>,
+    timed: Option<Timed>,
     current: Option<Utterance>,
     pending: VecDeque<PendingFinal>,
     closing: bool,
@@ -348,6 +412,27 @@ impl SessionState {
     }
 
     async fn on_audio(&mut self, frame: &AudioFrame, events: &mpsc::Sender<SttEvent>) -> Flow {
+        if let Some(t) = &mut self.timed {
+            t.audio_ms += frame.duration().as_millis() as u64;
+            if t.audio_ms < t.next_interim_ms {
+                return Ok(());
+            }
+            while t.next_interim_ms <= t.audio_ms {
+                t.next_interim_ms += self.mock.interim_interval_ms.max(1);
+            }
+            let heard = t.heard();
+            if heard <= t.finalized || heard == t.shown {
+                return Ok(());
+            }
+            t.shown = heard;
+            let text = t.text(heard);
+            events
+                .send(SttEvent::Interim { text })
+                .await
+                .map_err(|_| None)?;
+            self.inner.counters.interims.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
         if self.current.is_none() {
             if self.mock.interims_from_speech && rms(frame) < self.mock.speech_rms_threshold {
                 return Ok(());
@@ -446,6 +531,21 @@ impl SessionState {
             return Err(Some(ProviderError::protocol(
                 "mock: too many finalizes pending",
             )));
+        }
+        if let Some(t) = &mut self.timed {
+            let heard = t.heard();
+            let text = t.text(heard);
+            t.finalized = heard;
+            t.shown = heard;
+            let mut rng = DetRng::for_stream(self.mock.seed, streams::STT_FINAL, t.finals);
+            t.finals += 1;
+            self.pending.push_back(PendingFinal {
+                at: Instant::now() + self.mock.final_latency.sample(&mut rng),
+                text,
+                fault: None,
+                events_sent: 0,
+            });
+            return Ok(());
         }
         let pending = match self.current.take() {
             Some(u) => PendingFinal {
