@@ -14,10 +14,12 @@ use std::time::{Duration, Instant};
 
 use brisvox_core::AudioFrame;
 use brisvox_core::timeline::TurnRecord;
-use brisvox_engine::turn::{BargeInConfig, IdleConfig, TurnConfig, TurnPolicy as EnginePolicy};
+use brisvox_engine::turn::{
+    BargeInConfig, IdleConfig, IncompleteShortcut, TurnConfig, TurnPolicy as EnginePolicy,
+};
 use brisvox_engine::{
-    EngineConfig, EngineEvent, EventSink, Models, Providers, TransportClosed, TransportSink,
-    TransportSource, VadSource, VerdictSource, events::EVENT_QUEUE_CAPACITY,
+    EarlyAnalysisConfig, EngineConfig, EngineEvent, EventSink, Models, Providers, TransportClosed,
+    TransportSink, TransportSource, VadSource, VerdictSource, events::EVENT_QUEUE_CAPACITY,
 };
 use brisvox_models::pool::{InferencePool, PoolConfig};
 use brisvox_models::smart_turn::{SmartTurnService, SmartTurnServiceConfig};
@@ -116,11 +118,11 @@ impl EngineCallHandler {
     pub fn new(agent: &AgentSettings) -> Result<Self, EngineSetupError> {
         let providers = build_providers(agent)?;
         let vad_service = match agent.vad.detector {
-            VadDetector::Silero => Some(silero_service()?),
+            VadDetector::Silero => Some(silero_service(agent)?),
             VadDetector::Energy => None,
         };
         let verdict = match agent.turn.analyzer {
-            TurnAnalyzer::SmartTurn => smart_turn_source()?,
+            TurnAnalyzer::SmartTurn => smart_turn_source(agent)?,
             TurnAnalyzer::AlwaysComplete => {
                 VerdictSource::Fixed(brisvox_engine::turn::Verdict::Complete { probability: 1.0 })
             }
@@ -305,10 +307,7 @@ pub fn engine_config(agent: &AgentSettings, output_rate_hz: u32) -> EngineConfig
     let mut config = EngineConfig {
         output_rate_hz,
         system_prompt: Arc::from(agent.prompt.as_str()),
-        language: match agent.language {
-            Language::Tr => brisvox_text::Language::Tr,
-            Language::En => brisvox_text::Language::En,
-        },
+        language: engine_language(agent.language),
         turn: turn_config(agent),
         ..EngineConfig::default()
     };
@@ -325,14 +324,21 @@ pub fn engine_config(agent: &AgentSettings, output_rate_hz: u32) -> EngineConfig
         let adapter = Duration::from_millis(u64::from(s.first_token_timeout_ms) + 1_000);
         config.limits.llm_first_token = config.limits.llm_first_token.max(adapter);
     }
-    let v = &agent.vad;
-    config.vad.positive_threshold = v.start_threshold;
-    config.vad.negative_threshold = v.stop_threshold;
-    config.vad.min_silence = Duration::from_millis(u64::from(v.min_silence_ms));
-    config.vad.min_speech = Duration::from_millis(u64::from(v.min_speech_ms));
-    config.vad.speech_pad = Duration::from_millis(u64::from(v.speech_pad_ms));
-    config.energy_vad.speech_dbfs = v.energy_dbfs;
+    config.vad = agent.vad_params();
+    config.energy_vad.speech_dbfs = agent.vad.energy_dbfs;
+    let early = &agent.turn.early_analysis;
+    config.early_analysis = early.enabled.then(|| EarlyAnalysisConfig {
+        max_per_turn: early.max_per_turn,
+        max_tail: Duration::from_millis(u64::from(early.max_tail_ms)),
+    });
     config
+}
+
+fn engine_language(language: Language) -> brisvox_text::Language {
+    match language {
+        Language::Tr => brisvox_text::Language::Tr,
+        Language::En => brisvox_text::Language::En,
+    }
 }
 
 fn turn_config(agent: &AgentSettings) -> TurnConfig {
@@ -361,14 +367,32 @@ fn turn_config(agent: &AgentSettings) -> TurnConfig {
                     .max(1),
             )),
         });
+    let s = &t.shortcut;
+    let language = engine_language(agent.language);
+    let incomplete_shortcut = s.enabled.then(|| IncompleteShortcut {
+        language,
+        short_answer: ms(s.short_answer_ms),
+        short_answer_max_words: s.short_answer_max_words as usize,
+        short_answer_max_turn: ms(s.short_answer_max_turn_ms),
+        terminal: ms(s.terminal_ms),
+    });
+    let i = &agent.interruption;
     TurnConfig {
         policy,
         require_final: t.require_final,
         // The engine needs a positive wait; 0 in the file means "do not wait".
         final_timeout: ms(t.final_timeout_ms.max(1)),
+        incomplete_shortcut,
         barge_in: BargeInConfig {
-            enabled: agent.interruption.enabled,
-            min_speech: ms(agent.interruption.min_speech_ms),
+            enabled: i.enabled,
+            min_speech: ms(i.min_speech_ms),
+            min_words: i.min_words,
+            backchannels: i
+                .backchannels
+                .clone()
+                .unwrap_or_else(|| brisvox_engine::turn::words::default_backchannels(language)),
+            max_wordless_speech: ms(i.max_wordless_speech_ms),
+            word_grace: ms(i.word_grace_ms),
         },
         idle,
         // The server ends calls at [limits] max_call_duration_s itself.
@@ -564,28 +588,50 @@ fn build_tts(
     }
 }
 
-fn silero_service() -> Result<VadService, EngineSetupError> {
+/// The batched Silero service on its own pool: `[runtime] vad_threads`
+/// threads, queues sized from `[limits] max_calls`
+/// ([`pool_queue_capacity`](crate::agent::pool_queue_capacity) jobs per line,
+/// four windows per call, at least the service's default).
+fn silero_service(agent: &AgentSettings) -> Result<VadService, EngineSetupError> {
     let model = SileroModel::load().map_err(|e| EngineSetupError::Model {
         what: "Silero VAD",
         reason: e.to_string(),
     })?;
-    let pool = InferencePool::new(PoolConfig::named("vad"));
+    let queue = crate::agent::pool_queue_capacity(agent.limits.max_calls);
+    let mut pool_config = PoolConfig::named("vad");
+    if agent.runtime.vad_threads > 0 {
+        pool_config.threads = agent.runtime.vad_threads as usize;
+    }
+    pool_config.high_capacity = queue;
+    pool_config.normal_capacity = queue;
+    let mut config = VadServiceConfig::new(SileroRate::Hz16000);
+    config.queue_capacity = config
+        .queue_capacity
+        .max(4 * agent.limits.max_calls as usize);
     Ok(VadService::new(
         Arc::new(model),
-        pool,
-        VadServiceConfig::new(SileroRate::Hz16000),
+        InferencePool::new(pool_config),
+        config,
     ))
 }
 
-/// Smart Turn through one service shared by every call: its own pool (one
-/// thread), snapshot buffers from its free list, refused or late analyses
-/// counted as failed verdicts.
-fn smart_turn_source() -> Result<VerdictSource, EngineSetupError> {
-    let service = SmartTurnService::start(SmartTurnServiceConfig::default()).map_err(|e| {
-        EngineSetupError::Model {
-            what: "Smart Turn v3.2",
-            reason: e.to_string(),
-        }
+/// Smart Turn through one service shared by every call: its own pool of
+/// `[runtime] smart_turn_threads` threads with `smart_turn_intra_threads`
+/// ONNX Runtime threads per analysis, a queue sized from `[limits] max_calls`,
+/// snapshot buffers from its free list, refused or late analyses counted as
+/// failed verdicts (the turn then waits for its fallback).
+fn smart_turn_source(agent: &AgentSettings) -> Result<VerdictSource, EngineSetupError> {
+    let r = &agent.runtime;
+    let mut config = SmartTurnServiceConfig {
+        threads: r.smart_turn_threads as usize,
+        queue_capacity: crate::agent::pool_queue_capacity(agent.limits.max_calls),
+        start_timeout: Duration::from_millis(u64::from(r.smart_turn_start_timeout_ms)),
+        ..SmartTurnServiceConfig::default()
+    };
+    config.model.intra_threads = r.smart_turn_intra_threads as usize;
+    let service = SmartTurnService::start(config).map_err(|e| EngineSetupError::Model {
+        what: "Smart Turn v3.2",
+        reason: e.to_string(),
     })?;
     Ok(VerdictSource::Service(service))
 }
@@ -696,6 +742,52 @@ mod tests {
             "{metrics:?}"
         );
         assert_eq!(metrics.interrupt_to_clear_ms, None);
+    }
+
+    #[test]
+    fn interruption_shortcut_early_analysis_and_runtime_reach_the_engine() {
+        let agent = AgentSettings::from_toml_str(
+            r#"
+language = "tr"
+[turn.shortcut]
+terminal_ms = 0
+[turn.early_analysis]
+enabled = true
+fall_delay_ms = 64
+[interruption]
+min_words = 2
+[runtime]
+smart_turn_threads = 2
+"#,
+            &|_| None,
+        )
+        .expect("a valid file");
+        let config = engine_config(&agent, 16_000);
+        config.validate().expect("valid");
+        let barge_in = &config.turn.barge_in;
+        assert_eq!(barge_in.min_words, 2);
+        assert!(barge_in.backchannels.iter().any(|w| w == "tamam"));
+        let shortcut = config.turn.incomplete_shortcut.expect("on by default");
+        assert_eq!(shortcut.terminal, Duration::ZERO);
+        assert_eq!(shortcut.language, brisvox_text::Language::Tr);
+        assert_eq!(config.vad.fall_delay, Some(Duration::from_millis(64)));
+        assert_eq!(config.early_analysis.map(|e| e.max_per_turn), Some(4));
+        assert_eq!(agent.runtime.smart_turn_threads, 2);
+        // `backchannels = []` turns the word rule off.
+        let agent = AgentSettings::from_toml_str("[interruption]\nbackchannels = []\n", &|_| None)
+            .expect("valid");
+        assert!(!engine_config(&agent, 16_000).turn.barge_in.has_word_rule());
+    }
+
+    #[test]
+    fn an_early_analysis_the_vad_cannot_hint_is_refused_naming_the_key() {
+        let e = AgentSettings::from_toml_str(
+            "[turn.early_analysis]\nenabled = true\nfall_delay_ms = 100\n",
+            &|_| None,
+        )
+        .expect_err("100 ms is 4 windows, not below the 100 ms stop")
+        .to_string();
+        assert!(e.contains("turn.early_analysis.fall_delay_ms"), "{e}");
     }
 
     #[test]

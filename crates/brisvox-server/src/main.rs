@@ -77,10 +77,11 @@ fn serve(
     log: LogArgs,
 ) -> anyhow::Result<()> {
     brisvox_server::logging::init(log.log_format);
-    let settings = match &agent {
+    let mut settings = match &agent {
         Some(path) => AgentSettings::load(path, &process_env)?,
         None => brisvox_server::local_defaults::local_demo_defaults(),
     };
+    settings.apply_env_overrides(&process_env)?;
     if settings.uses_mock() {
         tracing::warn!(
             stt = settings.stt.provider.as_str(),
@@ -126,7 +127,8 @@ fn serve(
 /// `brisvox check FILE`: the resolved settings on stdout, secrets redacted.
 fn check(file: &Path) -> anyhow::Result<()> {
     use std::io::Write as _;
-    let settings = AgentSettings::load(file, &process_env)?;
+    let mut settings = AgentSettings::load(file, &process_env)?;
+    settings.apply_env_overrides(&process_env)?;
     let mut text = format!("# {}: valid\n", file.display());
     if settings.uses_mock() {
         text.push_str(

@@ -24,7 +24,9 @@
 //! - `brisvox_smart_turn_compute_seconds_total{part}`: `features` and `model`
 //!   time of the completed analyses.
 //! - `brisvox_vad_windows_total{result}`: `scored`, `failed`, `rejected`;
-//!   `brisvox_vad_batches_total`; `brisvox_vad_queued_windows` (gauge).
+//!   `brisvox_vad_batches_total`; `brisvox_vad_queued_windows` (gauge);
+//!   `brisvox_vad_schedule_retries_total`: batch jobs the pool refused, whose
+//!   windows stayed queued and were offered again.
 
 use std::fmt::Write as _;
 
@@ -201,6 +203,17 @@ fn write_vad(out: &mut String, s: &VadServiceStats) {
         "VAD windows waiting for a batch now.",
     );
     let _ = writeln!(out, "brisvox_vad_queued_windows {}", s.queued);
+    head(
+        out,
+        "brisvox_vad_schedule_retries_total",
+        "counter",
+        "VAD batch jobs the pool refused (line full); their windows stayed queued and were offered again.",
+    );
+    let _ = writeln!(
+        out,
+        "brisvox_vad_schedule_retries_total {}",
+        s.schedule_retries
+    );
 }
 
 fn head(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -306,6 +319,7 @@ mod tests {
             windows_rejected: 3,
             batches: 40,
             queued: 2,
+            schedule_retries: 5,
             ..VadServiceStats::default()
         };
         let p = pool(&[(0, 1)]);
@@ -317,6 +331,7 @@ mod tests {
             "brisvox_vad_windows_total{result=\"rejected\"} 3",
             "brisvox_vad_batches_total 40",
             "brisvox_vad_queued_windows 2",
+            "brisvox_vad_schedule_retries_total 5",
         ] {
             assert!(out.lines().any(|l| l == line), "{line} missing in\n{out}");
         }

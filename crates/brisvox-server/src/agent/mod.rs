@@ -12,17 +12,23 @@
 pub mod exposure;
 mod policy;
 mod providers;
+mod runtime;
 mod server;
 
 pub use policy::{
-    DEFAULT_INCOMPLETE_TIMEOUT_MS, DEFAULT_SILENCE_MS, InterruptionSettings, LimitsSettings,
-    TurnAnalyzer, TurnPolicy, TurnSettings, VadDetector, VadSettings,
+    DEFAULT_INCOMPLETE_TIMEOUT_MS, DEFAULT_SILENCE_MS, EarlyAnalysisSettings, InterruptionSettings,
+    LimitsSettings, ShortcutSettings, TurnAnalyzer, TurnPolicy, TurnSettings, VadDetector,
+    VadSettings,
 };
 pub use providers::{
     DeepgramSttSettings, EnvLookup, LlmProvider, LlmSection, LocalLlmSettings, LocalModelSettings,
     LocalTtsSettings, LocalVoice, MockLlmSettings, MockSttSettings, MockTtsSettings,
     OpenAiCompatibleSettings, OpenAiTranscribeSettings, REASONING_EFFORTS, SttProvider, SttSection,
     TtsProvider, TtsSection, VendorTtsSettings,
+};
+pub use runtime::{
+    ENV_SMART_TURN_INTRA_THREADS, ENV_SMART_TURN_THREADS, ENV_VAD_THREADS, MIN_POOL_QUEUE,
+    RuntimeSettings, pool_queue_capacity,
 };
 pub use server::{
     AuthSettings, DEFAULT_DRAIN_ADMIT_S, MAX_DRAIN_GRACE_S, RouteAuth, ServerSettings,
@@ -155,6 +161,8 @@ pub struct AgentSettings {
     pub interruption: InterruptionSettings,
     /// `[limits]`.
     pub limits: LimitsSettings,
+    /// `[runtime]`.
+    pub runtime: RuntimeSettings,
     /// `[server]`.
     pub server: ServerSettings,
 }
@@ -173,6 +181,7 @@ impl Default for AgentSettings {
             vad: VadSettings::default(),
             interruption: InterruptionSettings::default(),
             limits: LimitsSettings::default(),
+            runtime: RuntimeSettings::default(),
             server: ServerSettings::default(),
         }
     }
@@ -202,7 +211,8 @@ impl AgentSettings {
         Ok(s)
     }
 
-    /// Reads, parses and checks the agent file at `path`.
+    /// Reads, parses and checks the agent file at `path` (the binary then
+    /// applies [`apply_env_overrides`](Self::apply_env_overrides)).
     pub fn load(path: &Path, env: EnvLookup<'_>) -> Result<Self, AgentError> {
         let text = std::fs::read_to_string(path).map_err(|source| AgentError::Read {
             path: path.to_owned(),
@@ -216,6 +226,13 @@ impl AgentSettings {
         })
     }
 
+    /// Applies the environment's overrides of `[runtime]` (the variables win
+    /// over the file) and checks the result.
+    pub fn apply_env_overrides(&mut self, env: EnvLookup<'_>) -> Result<(), AgentError> {
+        self.runtime.apply_env(env)?;
+        self.runtime.check()
+    }
+
     fn check(&mut self, env: EnvLookup<'_>) -> Result<(), AgentError> {
         if self.prompt.trim().is_empty() {
             return Err(AgentError::invalid("prompt", "\"\"", "a non-empty string"));
@@ -227,7 +244,50 @@ impl AgentSettings {
         self.vad.check()?;
         self.interruption.check()?;
         self.limits.check()?;
+        self.runtime.check()?;
+        self.check_early_analysis()?;
         self.server.check(env)
+    }
+
+    /// Early analysis needs the adaptive policy with Smart Turn, and a falling
+    /// hint the VAD can send before its stop (`fall_delay_ms`, in whole 32 ms
+    /// windows, below `vad.min_silence_ms`).
+    fn check_early_analysis(&self) -> Result<(), AgentError> {
+        let early = &self.turn.early_analysis;
+        if !early.enabled {
+            return Ok(());
+        }
+        if self.turn.policy != TurnPolicy::Adaptive || self.turn.analyzer != TurnAnalyzer::SmartTurn
+        {
+            return Err(AgentError::invalid(
+                "turn.early_analysis.enabled",
+                true,
+                "false unless turn.policy = \"adaptive\" with analyzer = \"smart_turn\"",
+            ));
+        }
+        self.vad_params().check_falling_hint().map_err(|e| {
+            AgentError::invalid(
+                "turn.early_analysis.fall_delay_ms",
+                early.fall_delay_ms,
+                &format!("a delay the VAD can hint with ({e})"),
+            )
+        })
+    }
+
+    /// The VAD stop rule of `[vad]`, with the falling hint of
+    /// `[turn.early_analysis]` when that is enabled.
+    pub fn vad_params(&self) -> brisvox_models::vad::detector::VadParams {
+        let ms = |n: u32| std::time::Duration::from_millis(u64::from(n));
+        let v = &self.vad;
+        let early = &self.turn.early_analysis;
+        brisvox_models::vad::detector::VadParams {
+            positive_threshold: v.start_threshold,
+            negative_threshold: v.stop_threshold,
+            min_silence: ms(v.min_silence_ms),
+            min_speech: ms(v.min_speech_ms),
+            speech_pad: ms(v.speech_pad_ms),
+            fall_delay: early.enabled.then(|| ms(early.fall_delay_ms)),
+        }
     }
 
     /// The providers in use, as announced in the `started` event.

@@ -1,4 +1,5 @@
-//! The `[turn]`, `[vad]`, `[interruption]` and `[limits]` sections.
+//! The `[turn]` (with `[turn.shortcut]` and `[turn.early_analysis]`), `[vad]`,
+//! `[interruption]` and `[limits]` sections.
 
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +65,10 @@ pub struct TurnSettings {
     pub require_final: bool,
     /// The longest wait for the STT final after the turn end, in ms.
     pub final_timeout_ms: u32,
+    /// `[turn.shortcut]`: shorter waits when the STT final says the turn is complete.
+    pub shortcut: ShortcutSettings,
+    /// `[turn.early_analysis]`: Smart Turn at the VAD's first fall.
+    pub early_analysis: EarlyAnalysisSettings,
 }
 
 impl Default for TurnSettings {
@@ -76,7 +81,111 @@ impl Default for TurnSettings {
             silence_ms: None,
             require_final: true,
             final_timeout_ms: 1000,
+            shortcut: ShortcutSettings::default(),
+            early_analysis: EarlyAnalysisSettings::default(),
         }
+    }
+}
+
+/// `[turn.shortcut]` (adaptive policy): when the end-of-turn model says
+/// "incomplete" (or fails), the STT final's text may still end the turn before
+/// `incomplete_timeout_ms`: after a complete short answer or terminal
+/// punctuation, never after a word that goes on ("and", "the", "um").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShortcutSettings {
+    /// Whether the text may shorten the wait.
+    pub enabled: bool,
+    /// Wait after the end of speech when the final is a complete short answer, ms.
+    pub short_answer_ms: u32,
+    /// Most words of a short answer.
+    pub short_answer_max_words: u32,
+    /// Longest turn that can be a short answer, ms.
+    pub short_answer_max_turn_ms: u32,
+    /// Wait after the end of speech when the final ends in `.`, `!` or `?`, ms;
+    /// 0 turns this rule off (for an STT that punctuates every finalize).
+    pub terminal_ms: u32,
+}
+
+impl Default for ShortcutSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            short_answer_ms: 300,
+            short_answer_max_words: 3,
+            short_answer_max_turn_ms: 2500,
+            terminal_ms: 700,
+        }
+    }
+}
+
+impl ShortcutSettings {
+    fn check(&self) -> Result<(), AgentError> {
+        range(
+            "turn.shortcut.short_answer_ms",
+            self.short_answer_ms,
+            100,
+            10_000,
+        )?;
+        range(
+            "turn.shortcut.short_answer_max_words",
+            self.short_answer_max_words,
+            1,
+            10,
+        )?;
+        range(
+            "turn.shortcut.short_answer_max_turn_ms",
+            self.short_answer_max_turn_ms,
+            100,
+            10_000,
+        )?;
+        range("turn.shortcut.terminal_ms", self.terminal_ms, 0, 10_000)
+    }
+}
+
+/// `[turn.early_analysis]` (adaptive policy with Smart Turn): start the
+/// analysis when the VAD's speech probability first falls, so the verdict is
+/// ready at the confirmed stop. Off by default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EarlyAnalysisSettings {
+    /// Whether analyses start at the falling hint.
+    pub enabled: bool,
+    /// How long the fall must last before the hint, ms; must stay below
+    /// `vad.min_silence_ms` in whole 32 ms windows.
+    pub fall_delay_ms: u32,
+    /// Most early analyses per user turn.
+    pub max_per_turn: u32,
+    /// Most audio between the snapshot and the stop for the verdict to be reused, ms.
+    pub max_tail_ms: u32,
+}
+
+impl Default for EarlyAnalysisSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            fall_delay_ms: 64,
+            max_per_turn: 4,
+            max_tail_ms: 300,
+        }
+    }
+}
+
+impl EarlyAnalysisSettings {
+    fn check(&self) -> Result<(), AgentError> {
+        range(
+            "turn.early_analysis.fall_delay_ms",
+            self.fall_delay_ms,
+            0,
+            5000,
+        )?;
+        range(
+            "turn.early_analysis.max_per_turn",
+            self.max_per_turn,
+            1,
+            100,
+        )?;
+        range("turn.early_analysis.max_tail_ms", self.max_tail_ms, 0, 5000)
     }
 }
 
@@ -106,6 +215,8 @@ impl TurnSettings {
                 range("turn.silence_ms", s, 100, 10_000)?;
             }
         }
+        self.shortcut.check()?;
+        self.early_analysis.check()?;
         range("turn.final_timeout_ms", self.final_timeout_ms, 0, 10_000)
     }
 }
@@ -177,7 +288,7 @@ impl VadSettings {
     }
 }
 
-/// `[interruption]`.
+/// `[interruption]`: when speech over the bot cuts it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct InterruptionSettings {
@@ -185,6 +296,17 @@ pub struct InterruptionSettings {
     pub enabled: bool,
     /// Speech over the bot that confirms a barge-in, in ms.
     pub min_speech_ms: u32,
+    /// Recognised words (backchannels not counted) needed before the bot is
+    /// cut; 0: any word that is not a backchannel.
+    pub min_words: u32,
+    /// Words that never interrupt on their own; unset: the language's list,
+    /// `[]`: none (the VAD alone decides, as before the word rule).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backchannels: Option<Vec<String>>,
+    /// Speech with no recognised word at all that still interrupts, in ms.
+    pub max_wordless_speech_ms: u32,
+    /// How long after its end a speech may still interrupt when its words come late, in ms.
+    pub word_grace_ms: u32,
 }
 
 impl Default for InterruptionSettings {
@@ -192,13 +314,35 @@ impl Default for InterruptionSettings {
         Self {
             enabled: true,
             min_speech_ms: 300,
+            min_words: 0,
+            backchannels: None,
+            max_wordless_speech_ms: 800,
+            word_grace_ms: 400,
         }
     }
 }
 
 impl InterruptionSettings {
     pub(super) fn check(&self) -> Result<(), AgentError> {
-        range("interruption.min_speech_ms", self.min_speech_ms, 0, 5000)
+        range("interruption.min_speech_ms", self.min_speech_ms, 0, 5000)?;
+        range("interruption.min_words", self.min_words, 0, 20)?;
+        range(
+            "interruption.max_wordless_speech_ms",
+            self.max_wordless_speech_ms,
+            100,
+            10_000,
+        )?;
+        range("interruption.word_grace_ms", self.word_grace_ms, 0, 5000)?;
+        if let Some(words) = &self.backchannels
+            && words.iter().any(|w| w.trim().is_empty())
+        {
+            return Err(AgentError::invalid(
+                "interruption.backchannels",
+                "\"\"",
+                "a list of non-empty words or phrases",
+            ));
+        }
+        Ok(())
     }
 }
 

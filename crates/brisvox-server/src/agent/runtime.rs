@@ -1,0 +1,129 @@
+//! The `[runtime]` section: threads of the model executors and the size of
+//! their queues. Each thread count can also be set from the environment
+//! (the variable wins over the file, so one image serves machines of
+//! different sizes); see `docs/OPERATIONS.md`.
+
+use serde::{Deserialize, Serialize};
+
+use super::AgentError;
+use super::policy::range;
+use super::providers::EnvLookup;
+
+/// Overrides `runtime.vad_threads`.
+pub const ENV_VAD_THREADS: &str = "BRISVOX_VAD_THREADS";
+/// Overrides `runtime.smart_turn_threads`.
+pub const ENV_SMART_TURN_THREADS: &str = "BRISVOX_SMART_TURN_THREADS";
+/// Overrides `runtime.smart_turn_intra_threads`.
+pub const ENV_SMART_TURN_INTRA_THREADS: &str = "BRISVOX_SMART_TURN_INTRA_THREADS";
+
+/// Smallest waiting-job bound of a model queue.
+pub const MIN_POOL_QUEUE: usize = 1024;
+
+/// `[runtime]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeSettings {
+    /// Threads of the VAD pool; 0: half the cores, at least one.
+    pub vad_threads: u32,
+    /// Smart Turn executor threads (analyses run at once).
+    pub smart_turn_threads: u32,
+    /// ONNX Runtime intra-op threads of one Smart Turn analysis.
+    pub smart_turn_intra_threads: u32,
+    /// An analysis not started within this is skipped and the turn waits for
+    /// its fallback, in ms.
+    pub smart_turn_start_timeout_ms: u32,
+}
+
+impl Default for RuntimeSettings {
+    fn default() -> Self {
+        Self {
+            vad_threads: 0,
+            smart_turn_threads: brisvox_models::smart_turn::DEFAULT_EXECUTOR_THREADS as u32,
+            smart_turn_intra_threads: brisvox_models::smart_turn::DEFAULT_INTRA_THREADS as u32,
+            smart_turn_start_timeout_ms:
+                brisvox_models::smart_turn::service::DEFAULT_START_TIMEOUT_MS as u32,
+        }
+    }
+}
+
+impl RuntimeSettings {
+    /// Replaces each thread count whose variable is set in `env`.
+    pub(super) fn apply_env(&mut self, env: EnvLookup<'_>) -> Result<(), AgentError> {
+        for (var, field) in [
+            (ENV_VAD_THREADS, &mut self.vad_threads),
+            (ENV_SMART_TURN_THREADS, &mut self.smart_turn_threads),
+            (
+                ENV_SMART_TURN_INTRA_THREADS,
+                &mut self.smart_turn_intra_threads,
+            ),
+        ] {
+            if let Some(value) = env(var) {
+                *field = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| AgentError::invalid(var, &value, "a whole number of threads"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks every value.
+    pub(super) fn check(&self) -> Result<(), AgentError> {
+        range("runtime.vad_threads", self.vad_threads, 0, 256)?;
+        range(
+            "runtime.smart_turn_threads",
+            self.smart_turn_threads,
+            1,
+            256,
+        )?;
+        range(
+            "runtime.smart_turn_intra_threads",
+            self.smart_turn_intra_threads,
+            1,
+            64,
+        )?;
+        range(
+            "runtime.smart_turn_start_timeout_ms",
+            self.smart_turn_start_timeout_ms,
+            10,
+            60_000,
+        )
+    }
+}
+
+/// The waiting-job bound of the model queues for `max_calls` calls: two jobs
+/// per call, at least [`MIN_POOL_QUEUE`]. Every admitted call can have a VAD
+/// batch and an analysis waiting without a refusal; the admission guard, not
+/// the queue, refuses new calls under pressure.
+pub fn pool_queue_capacity(max_calls: u32) -> usize {
+    (2 * max_calls as usize).max(MIN_POOL_QUEUE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_queue_follows_max_calls_with_a_floor() {
+        assert_eq!(pool_queue_capacity(1), 1024);
+        assert_eq!(pool_queue_capacity(512), 1024);
+        assert_eq!(pool_queue_capacity(4096), 8192);
+    }
+
+    #[test]
+    fn the_environment_overrides_the_file_and_bad_values_are_named() {
+        let mut r = RuntimeSettings::default();
+        let env = |name: &str| (name == ENV_SMART_TURN_THREADS).then(|| "3".to_owned());
+        r.apply_env(&env).unwrap();
+        assert_eq!(r.smart_turn_threads, 3);
+        let mut r = RuntimeSettings::default();
+        let bad = |name: &str| (name == ENV_SMART_TURN_INTRA_THREADS).then(|| "two".to_owned());
+        let e = r.apply_env(&bad).unwrap_err().to_string();
+        assert!(e.contains(ENV_SMART_TURN_INTRA_THREADS), "{e}");
+        let r = RuntimeSettings {
+            smart_turn_threads: 0,
+            ..RuntimeSettings::default()
+        };
+        assert!(r.check().is_err());
+    }
+}
