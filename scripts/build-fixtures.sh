@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Build the real-speech test fixtures (fixtures/*.wav + *.json sidecars) from
-# Debian packages. Deterministic and idempotent: running it twice gives
-# byte-identical files. Needs: python3 (>= 3.11, stdlib only), sox, and the
-# Debian packages pocketsphinx-testdata, asterisk-core-sounds-en-wav,
+# Build the real-speech test fixtures (fixtures/*.wav + *.json sidecars, and
+# the conversation-quality fixtures in fixtures/quality/) from Debian packages.
+# Deterministic and idempotent: running it twice gives byte-identical files.
+# Needs: python3 (>= 3.11, stdlib only), sox, espeak-ng, and the Debian
+# packages pocketsphinx-testdata, asterisk-core-sounds-en-wav,
 # asterisk-core-sounds-en. See fixtures/README.md.
 set -euo pipefail
 
@@ -15,6 +16,7 @@ need_pkgs=()
 [ -f /usr/share/asterisk/sounds/en_US_f_Allison/all-circuits-busy-now.wav ] || need_pkgs+=(asterisk-core-sounds-en-wav)
 [ -f /usr/share/doc/asterisk-core-sounds-en/core-sounds-en.txt.gz ] || need_pkgs+=(asterisk-core-sounds-en)
 command -v sox >/dev/null 2>&1 || need_pkgs+=(sox)
+command -v espeak-ng >/dev/null 2>&1 || need_pkgs+=(espeak-ng)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         echo "build-fixtures: installing ${need_pkgs[*]}" >&2
@@ -35,3 +37,4 @@ install -m 0644 /usr/share/doc/asterisk-core-sounds-en-wav/copyright "$out/LICEN
 
 python3 "$here/fixtures_truth.py" build "$out"
 python3 "$here/fixtures_truth.py" --check "$out"
+python3 "$here/quality_fixtures.py" build "$out/quality"
