@@ -22,6 +22,7 @@ pub mod call;
 pub mod config;
 pub mod events;
 pub mod models;
+pub mod playout;
 pub mod report;
 pub mod sim;
 pub mod tools;
