@@ -15,6 +15,7 @@ mod cpu;
 mod model_cpu;
 mod model_cpu_profile;
 mod model_cpu_smart_turn;
+mod quality;
 mod report;
 mod sim_load;
 mod v2v;
@@ -41,7 +42,9 @@ subcommands:
               --compare-model PATH  also measure another Silero model file
   v2v         voice-to-voice latency over the websocket (brisvox-bench v2v --help)
   capacity    concurrent calls within a p95 V2V limit (brisvox-bench capacity --help)
-  sim-load    N simulated calls in one process, mock providers (brisvox-bench sim-load --help)";
+  sim-load    N simulated calls in one process, mock providers (brisvox-bench sim-load --help)
+  quality     conversation quality on recorded speech: premature ends, missed turns,
+              barge-ins, backchannels (brisvox-bench quality --help)";
 
 /// Options of `model-cpu`.
 struct ModelCpuArgs {
@@ -130,6 +133,7 @@ fn main() {
         Some("v2v") => v2v::main(&args[1..]),
         Some("capacity") => capacity::main(&args[1..]),
         Some("sim-load") => sim_load::main(&args[1..]),
+        Some("quality") => quality::main(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             std::process::exit(2);

@@ -138,6 +138,14 @@ impl EngineCallHandler {
         })
     }
 
+    /// Replaces the agent file's STT provider for every call (benchmarks that
+    /// drive a mock with a known transcript, [`brisvox_providers::mock::MockStt`]).
+    #[must_use]
+    pub fn with_stt(mut self, stt: Arc<dyn brisvox_providers::SttProvider>) -> Self {
+        self.providers.stt = stt;
+        self
+    }
+
     /// The model services whose counters `/metrics` shows.
     pub fn model_stats(&self) -> crate::model_metrics::ModelStatsSource {
         crate::model_metrics::ModelStatsSource {
@@ -491,6 +499,7 @@ fn build_llm(
         LlmProvider::Mock => Ok(Arc::new(MockLlm::new(MockLlmConfig {
             first_token: fixed_ms(agent.llm.mock.first_token_ms),
             token_interval: fixed_ms(agent.llm.mock.token_interval_ms),
+            default_answer: agent.llm.mock.answer.clone(),
             ..MockLlmConfig::default()
         }))),
         LlmProvider::OpenaiCompatible => {

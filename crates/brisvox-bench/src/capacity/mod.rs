@@ -527,7 +527,9 @@ mod tests {
             lateness_us: vec![0; 100],
             turn_metrics: Vec::new(),
             clears: 0,
+            clear_us: Vec::new(),
             bot_audio_messages: 0,
+            bot_audio_us: Vec::new(),
             end_reason: None,
         }
     }

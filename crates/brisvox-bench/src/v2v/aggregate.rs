@@ -203,7 +203,9 @@ mod tests {
                 serde_json::json!({"type": "turn_metrics", "turn": 1, "response_latency_ms": 700.0}),
             ],
             clears: 0,
+            clear_us: Vec::new(),
             bot_audio_messages: 0,
+            bot_audio_us: Vec::new(),
             end_reason: None,
         }
     }

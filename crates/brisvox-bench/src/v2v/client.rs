@@ -99,8 +99,15 @@ pub(crate) struct CallRecord {
     pub(crate) turn_metrics: Vec<serde_json::Value>,
     /// `clear` events received.
     pub(crate) clears: u32,
+    /// Arrival of every `clear`, µs from the start of the fixture (not in the JSON).
+    #[serde(skip)]
+    pub(crate) clear_us: Vec<u64>,
     /// Non-silent bot audio messages received.
     pub(crate) bot_audio_messages: u64,
+    /// Arrival of every non-silent bot audio message, µs from the start of the
+    /// fixture (not in the JSON).
+    #[serde(skip)]
+    pub(crate) bot_audio_us: Vec<u64>,
     /// The server's `end` reason, if it sent one.
     pub(crate) end_reason: Option<String>,
 }
@@ -125,7 +132,9 @@ impl CallRecord {
             lateness_us: Vec::new(),
             turn_metrics: Vec::new(),
             clears: 0,
+            clear_us: Vec::new(),
             bot_audio_messages: 0,
+            bot_audio_us: Vec::new(),
             end_reason: None,
         }
     }
@@ -145,7 +154,7 @@ struct Shared {
 struct Received {
     bot_audio_us: Vec<u64>,
     turn_metrics: Vec<serde_json::Value>,
-    clears: u32,
+    clear_us: Vec<u64>,
     end_reason: Option<String>,
     error: Option<String>,
 }
@@ -198,7 +207,9 @@ pub(crate) async fn run_call(
         settings.response_window_ms * 1000,
     );
     record.turn_metrics = received.turn_metrics;
-    record.clears = received.clears;
+    record.clears = received.clear_us.len() as u32;
+    record.clear_us = received.clear_us;
+    record.bot_audio_us = received.bot_audio_us;
     record.end_reason = received.end_reason;
     record
 }
@@ -352,7 +363,7 @@ async fn receive(
                 let v: serde_json::Value = serde_json::from_str(&t).unwrap_or_default();
                 match v["type"].as_str() {
                     Some("turn_metrics") => out.turn_metrics.push(v),
-                    Some("clear") => out.clears += 1,
+                    Some("clear") => out.clear_us.push(at_us),
                     Some("error") => out.error = Some(format!("error event: {t}")),
                     Some("end") => {
                         out.end_reason = v["reason"].as_str().map(str::to_string);

@@ -135,7 +135,9 @@ mod tests {
             lateness_us: Vec::new(),
             turn_metrics: metrics,
             clears: 0,
+            clear_us: Vec::new(),
             bot_audio_messages: 0,
+            bot_audio_us: Vec::new(),
             end_reason: None,
         }
     }

@@ -218,7 +218,9 @@ fn failed_record(error: &str) -> CallRecord {
         lateness_us: Vec::new(),
         turn_metrics: Vec::new(),
         clears: 0,
+        clear_us: Vec::new(),
         bot_audio_messages: 0,
+        bot_audio_us: Vec::new(),
         end_reason: None,
     }
 }

@@ -153,9 +153,21 @@ impl SimServer {
     /// Loads `agent_path`, builds the engine (models loaded here, blocking) and
     /// starts the server on 127.0.0.1 with a free port.
     pub(crate) fn start(agent_path: &Path, server_workers: usize) -> Result<SimServer, String> {
+        Self::start_with_stt(agent_path, server_workers, None)
+    }
+
+    /// [`start`](Self::start), with `stt` instead of the agent file's STT when given.
+    pub(crate) fn start_with_stt(
+        agent_path: &Path,
+        server_workers: usize,
+        stt: Option<Arc<dyn brisvox_providers::SttProvider>>,
+    ) -> Result<SimServer, String> {
         let agent = AgentSettings::load(agent_path, &process_env).map_err(|e| e.to_string())?;
         let floor = Floor::of(&agent)?;
-        let handler = EngineCallHandler::new(&agent).map_err(|e| e.to_string())?;
+        let mut handler = EngineCallHandler::new(&agent).map_err(|e| e.to_string())?;
+        if let Some(stt) = stt {
+            handler = handler.with_stt(stt);
+        }
         let pressure = handler
             .pool_pressure()
             .unwrap_or_else(|| Box::new(NoPoolPressure));

@@ -262,6 +262,8 @@ pub struct MockLlmSettings {
     pub first_token_ms: u32,
     /// Between tokens, in ms.
     pub token_interval_ms: u32,
+    /// What the mock answers every turn (one word per token).
+    pub answer: String,
 }
 
 impl Default for MockLlmSettings {
@@ -269,6 +271,7 @@ impl Default for MockLlmSettings {
         Self {
             first_token_ms: 350,
             token_interval_ms: 30,
+            answer: "Okay, got it.".to_owned(),
         }
     }
 }
