@@ -6,11 +6,11 @@ mod vad_common;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use brisvox_models::pool::{InferencePool, PoolConfig, Priority};
+use brisvox_models::pool::{InferencePool, PoolConfig};
 use brisvox_models::vad::VadError;
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::SileroRate;
-use vad_common::{goldens, model_or_skip};
+use vad_common::{goldens, hold_the_worker, model_or_skip};
 
 #[test]
 fn a_full_queue_refuses_the_newest_window_and_keeps_the_stream_usable() {
@@ -24,15 +24,7 @@ fn a_full_queue_refuses_the_newest_window_and_keeps_the_stream_usable() {
         ..PoolConfig::named("vad-bounds")
     });
     // Hold the only worker so windows wait.
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let (started_tx, started_rx) = mpsc::channel::<()>();
-    let blocker = pool
-        .submit(Priority::Normal, None, move || {
-            started_tx.send(()).unwrap();
-            release_rx.recv().unwrap();
-        })
-        .unwrap();
-    started_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let (release_tx, blocker) = hold_the_worker(&pool);
 
     let service = VadService::new(
         model,

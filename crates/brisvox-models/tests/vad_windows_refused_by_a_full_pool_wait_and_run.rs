@@ -11,7 +11,7 @@ use std::time::Duration;
 use brisvox_models::pool::{InferencePool, PoolConfig, Priority};
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::SileroRate;
-use vad_common::{goldens, model_or_skip};
+use vad_common::{goldens, hold_the_worker, model_or_skip};
 
 #[test]
 fn a_window_refused_by_a_full_pool_waits_and_runs_in_order() {
@@ -26,15 +26,7 @@ fn a_window_refused_by_a_full_pool_waits_and_runs_in_order() {
         ..PoolConfig::named("vad-full")
     });
     // Hold the only worker, then fill the High line with one other job.
-    let (release_tx, release_rx) = mpsc::channel::<()>();
-    let (started_tx, started_rx) = mpsc::channel::<()>();
-    let blocker = pool
-        .submit(Priority::Normal, None, move || {
-            started_tx.send(()).unwrap();
-            release_rx.recv().unwrap();
-        })
-        .unwrap();
-    started_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let (release_tx, blocker) = hold_the_worker(&pool);
     let filler = pool.submit(Priority::High, None, || ()).unwrap();
 
     let service = VadService::new(model, pool, VadServiceConfig::new(SileroRate::Hz16000));

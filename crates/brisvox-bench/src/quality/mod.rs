@@ -26,9 +26,7 @@ use serde::Serialize;
 use crate::v2v::client::{self, CallRecord, CallSettings, PreparedFixture};
 use crate::v2v::sim::{SimServer, resolve_agent};
 use crate::v2v::stats::{Summary, summarize};
-use crate::v2v::{
-    default_call_settings, fixture, header, parse_num, redact, runtime, write_outputs,
-};
+use crate::v2v::{V2vArgs, fixture, header, parse_with, redact, runtime, write_outputs};
 use judge::{Judged, OverlapOutcome, TurnOutcome};
 use script::Script;
 
@@ -53,68 +51,21 @@ const DEFAULT_AGENT: &str = "bench/agents/quality.toml";
 /// Mock STT interim cadence under `--sim`, ms of audio.
 const INTERIM_INTERVAL_MS: u64 = 300;
 
-struct Args {
-    call: CallSettings,
-    fixtures: Vec<PathBuf>,
-    runs: usize,
-    label: String,
-    out: Option<PathBuf>,
-    sim: bool,
-    agent: PathBuf,
-    server_workers: usize,
-}
-
-fn parse(args: &[String]) -> Result<Args, String> {
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        return Err(USAGE.to_string());
+/// Parses the options: those of `v2v` (one call at a time; the fixtures and
+/// the agent default to the quality set).
+fn parse(args: &[String]) -> Result<V2vArgs, String> {
+    let mut a = parse_with(args, USAGE)?;
+    if a.concurrency != 1 {
+        return Err(format!("quality plays one call at a time\n\n{USAGE}"));
     }
-    let mut call = default_call_settings();
-    call.linger_ms = 1500;
-    let mut a = Args {
-        call,
-        fixtures: Vec::new(),
-        runs: 1,
-        label: String::new(),
-        out: None,
-        sim: false,
-        agent: PathBuf::from(DEFAULT_AGENT),
-        server_workers: 2,
-    };
-    let mut url_given = false;
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        if flag == "--sim" {
-            a.sim = true;
-            continue;
-        }
-        let v = it
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value\n\n{USAGE}"))?;
-        match flag.as_str() {
-            "--url" => {
-                a.call.url = v.clone();
-                url_given = true;
-            }
-            "--agent" => a.agent = PathBuf::from(v),
-            "--server-workers" => a.server_workers = parse_num(flag, v)?,
-            "--fixture" => a.fixtures.push(PathBuf::from(v)),
-            "--runs" => a.runs = parse_num(flag, v)?,
-            "--response-window-ms" => a.call.response_window_ms = parse_num(flag, v)?,
-            "--linger-ms" => a.call.linger_ms = parse_num(flag, v)?,
-            "--label" => a.label = v.clone(),
-            "--out" => a.out = Some(PathBuf::from(v)),
-            other => return Err(format!("unknown option {other}\n\n{USAGE}")),
-        }
+    let given = |flag: &str| args.iter().any(|x| x == flag);
+    if !given("--linger-ms") {
+        a.call.linger_ms = 1500;
     }
-    if a.sim && url_given {
-        return Err(format!("--sim and --url exclude each other\n\n{USAGE}"));
+    if !given("--agent") {
+        a.agent = PathBuf::from(DEFAULT_AGENT);
     }
-    if a.sim {
-        a.call.url.clear();
-    } else if a.call.url.is_empty() {
-        return Err(format!("--url or --sim is required\n\n{USAGE}"));
-    }
-    if a.fixtures.is_empty() {
+    if !given("--fixture") {
         a.fixtures = default_fixtures()?;
     }
     Ok(a)
@@ -188,7 +139,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
     } else {
         None
     };
-    let rt = runtime(2)?;
+    let rt = runtime(a.client_workers)?;
     let results = rt.block_on(async {
         let mut out = Vec::new();
         for run in 0..a.runs {
@@ -315,7 +266,7 @@ fn summary_cell(s: Option<Summary>, p_hi: &str) -> String {
     }
 }
 
-fn markdown(a: &Args, header: &[String], t: &Totals, results: &[CallResult]) -> String {
+fn markdown(a: &V2vArgs, header: &[String], t: &Totals, results: &[CallResult]) -> String {
     let mut md = String::from("# Conversation quality (brisvox-bench quality)\n\n");
     for line in header {
         md.push_str(line);

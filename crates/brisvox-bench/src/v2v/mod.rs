@@ -96,8 +96,13 @@ pub(crate) fn default_call_settings() -> CallSettings {
 }
 
 fn parse(args: &[String]) -> Result<V2vArgs, String> {
+    parse_with(args, USAGE)
+}
+
+/// The options of `v2v` (shared by `quality`, whose `usage` lists its own subset).
+pub(crate) fn parse_with(args: &[String], usage: &str) -> Result<V2vArgs, String> {
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        return Err(USAGE.to_string());
+        return Err(usage.to_string());
     }
     let mut a = V2vArgs {
         call: default_call_settings(),
@@ -120,7 +125,7 @@ fn parse(args: &[String]) -> Result<V2vArgs, String> {
         }
         let v = it
             .next()
-            .ok_or_else(|| format!("{flag} needs a value\n\n{USAGE}"))?;
+            .ok_or_else(|| format!("{flag} needs a value\n\n{usage}"))?;
         match flag.as_str() {
             "--url" => {
                 a.call.url = v.clone();
@@ -136,16 +141,16 @@ fn parse(args: &[String]) -> Result<V2vArgs, String> {
             "--label" => a.label = v.clone(),
             "--out" => a.out = Some(PathBuf::from(v)),
             "--client-workers" => a.client_workers = parse_num(flag, v)?,
-            other => return Err(format!("unknown option {other}\n\n{USAGE}")),
+            other => return Err(format!("unknown option {other}\n\n{usage}")),
         }
     }
     if a.sim && url_given {
-        return Err(format!("--sim and --url exclude each other\n\n{USAGE}"));
+        return Err(format!("--sim and --url exclude each other\n\n{usage}"));
     }
     if a.sim {
         a.call.url.clear();
     } else if a.call.url.is_empty() {
-        return Err(format!("--url or --sim is required\n\n{USAGE}"));
+        return Err(format!("--url or --sim is required\n\n{usage}"));
     }
     if a.fixtures.is_empty() {
         a.fixtures

@@ -124,3 +124,25 @@ pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 }
 
 pub const TOLERANCE: f32 = 1e-6;
+
+/// Occupies `pool`'s only worker with a Normal job until the returned sender
+/// is used (or dropped); returns once the job runs, with its handle.
+pub fn hold_the_worker(
+    pool: &brisvox_models::pool::InferencePool,
+) -> (
+    std::sync::mpsc::Sender<()>,
+    brisvox_models::pool::JobHandle<()>,
+) {
+    let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+    let (started_tx, started_rx) = std::sync::mpsc::channel::<()>();
+    let blocker = pool
+        .submit(brisvox_models::pool::Priority::Normal, None, move || {
+            started_tx.send(()).unwrap();
+            let _ = release_rx.recv();
+        })
+        .unwrap();
+    started_rx
+        .recv_timeout(std::time::Duration::from_secs(5))
+        .unwrap();
+    (release_tx, blocker)
+}
