@@ -269,7 +269,7 @@ impl TtsWire for CartesiaWire {
     }
 }
 
-fn parse_message(text: &str) -> Incoming {
+pub(crate) fn parse_message(text: &str) -> Incoming {
     let Ok(Value::Object(m)) = serde_json::from_str::<Value>(text) else {
         return Incoming::SessionError(ProviderError::protocol("malformed Cartesia message"));
     };

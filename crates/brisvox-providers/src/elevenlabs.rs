@@ -252,7 +252,7 @@ impl TtsWire for ElevenLabsWire {
     }
 }
 
-fn parse_message(text: &str) -> Vec<Incoming> {
+pub(crate) fn parse_message(text: &str) -> Vec<Incoming> {
     let Ok(Value::Object(m)) = serde_json::from_str::<Value>(text) else {
         return vec![Incoming::SessionError(ProviderError::protocol(
             "malformed ElevenLabs message",

@@ -33,6 +33,8 @@ pub mod cartesia;
 pub mod deepgram;
 pub mod elevenlabs;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz_entry;
 pub mod llm;
 pub mod local;
 pub mod mock;

@@ -1,0 +1,5 @@
+//! The harnesses, grouped by where their input comes from.
+
+pub mod files;
+pub mod providers;
+pub mod transport;
