@@ -4,7 +4,8 @@
 # Installs the Debian packages the tests need (espeak-ng; chromium, nodejs,
 # npm for the browser test) and fetches the models and playwright-core if they
 # are missing (all idempotent), then checks formatting, lints, runs every test
-# of the workspace, the browser test of the demo page (tests/browser/) and the
+# of the workspace (the fuzz corpus replay among them), the browser test of the
+# demo page (tests/browser/), the short soak (scripts/soak.sh --check) and the
 # validation of the deployment files (scripts/validate-deploy.sh).
 # Tests that need the models fail (rather than skip) when CI is set and the
 # models are missing.
@@ -65,6 +66,12 @@ phase browser
 # The brisvox binary cargo test has just built (its integration tests run it):
 # `cargo build -p brisvox-server` would rebuild crates with other features.
 BRISVOX_BIN="${CARGO_TARGET_DIR:-target}/debug/brisvox" logged tests/browser/run.sh
+
+phase soak
+# The short soak (scripts/soak.sh --check, ~2.5 min): 4 calls at once over
+# /twilio with the models for 2 minutes, on the binaries cargo test built;
+# fails on a lost turn, a failed call, or fds or threads that grew.
+logged scripts/soak.sh --check --bindir "${CARGO_TARGET_DIR:-target}/debug"
 
 phase deploy
 # Renders and validates deploy/ (schemas, consistency, linters) with the

@@ -18,6 +18,7 @@ mod model_cpu_smart_turn;
 mod quality;
 mod report;
 mod sim_load;
+mod soak;
 mod v2v;
 
 use std::path::PathBuf;
@@ -44,7 +45,8 @@ subcommands:
   capacity    concurrent calls within a p95 V2V limit (brisvox-bench capacity --help)
   sim-load    N simulated calls in one process, mock providers (brisvox-bench sim-load --help)
   quality     conversation quality on recorded speech: premature ends, missed turns,
-              barge-ins, backchannels (brisvox-bench quality --help)";
+              barge-ins, backchannels (brisvox-bench quality --help)
+  soak        N calls at once for M minutes, sampled every minute (brisvox-bench soak --help)";
 
 /// Options of `model-cpu`.
 struct ModelCpuArgs {
@@ -134,6 +136,7 @@ fn main() {
         Some("capacity") => capacity::main(&args[1..]),
         Some("sim-load") => sim_load::main(&args[1..]),
         Some("quality") => quality::main(&args[1..]),
+        Some("soak") => soak::main(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             std::process::exit(2);

@@ -142,32 +142,36 @@ impl CallRecord {
 
 /// Shared between the sender and the receiver of one call.
 #[derive(Default)]
-struct Shared {
+pub(super) struct Shared {
     /// µs from begin of the latest non-silent bot message, plus one (0 = none).
-    last_bot_audio_us: AtomicU64,
+    pub(super) last_bot_audio_us: AtomicU64,
     /// The receiver saw the end of the connection.
-    closed: AtomicBool,
+    pub(super) closed: AtomicBool,
 }
 
 /// What the receiver hands back.
 #[derive(Default)]
-struct Received {
-    bot_audio_us: Vec<u64>,
-    turn_metrics: Vec<serde_json::Value>,
-    clear_us: Vec<u64>,
-    end_reason: Option<String>,
-    error: Option<String>,
+pub(super) struct Received {
+    pub(super) bot_audio_us: Vec<u64>,
+    pub(super) turn_metrics: Vec<serde_json::Value>,
+    pub(super) clear_us: Vec<u64>,
+    pub(super) end_reason: Option<String>,
+    pub(super) error: Option<String>,
 }
 
-type WsStream =
+pub(super) type WsStream =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-/// Runs one call to completion; never panics on a server's misbehaviour.
+/// Runs one call to completion; never panics on a server's misbehaviour. A
+/// `/twilio` URL places the call as Twilio does ([`super::twilio`]).
 pub(crate) async fn run_call(
     settings: &CallSettings,
     fx: Arc<PreparedFixture>,
     call_id: &str,
 ) -> CallRecord {
+    if super::twilio::is_twilio_url(&settings.url) {
+        return super::twilio::run_call(settings, fx, call_id).await;
+    }
     let mut record = CallRecord::empty(&fx);
     let ws = match open(settings, &fx, call_id).await {
         Ok(ws) => ws,
@@ -216,7 +220,7 @@ pub(crate) async fn run_call(
 
 /// A failed upgrade; a refusal (HTTP 503 with the `error` event as its body)
 /// says its reason.
-fn connect_error(e: tokio_tungstenite::tungstenite::Error) -> String {
+pub(super) fn connect_error(e: tokio_tungstenite::tungstenite::Error) -> String {
     match e {
         tokio_tungstenite::tungstenite::Error::Http(response) => {
             let body = response.body().as_deref().unwrap_or_default();
@@ -323,7 +327,7 @@ async fn send_schedule(
 /// After the fixture: stop once the last turn's reply has played out (bot silent
 /// for `linger`), or when the window after the last end of speech has passed with
 /// no reply, or at the hard stop; at once if the server closed.
-fn should_stop(
+pub(super) fn should_stop(
     shared: &Shared,
     last_start_us: u64,
     now: Duration,

@@ -22,6 +22,7 @@ pub(crate) mod schedule;
 pub(crate) mod sim;
 pub(crate) mod stats;
 pub(crate) mod turns;
+pub(crate) mod twilio;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
