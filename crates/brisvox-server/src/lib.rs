@@ -27,6 +27,7 @@ pub mod engine;
 pub mod fd_limit;
 pub mod handler;
 pub mod http;
+pub mod listener;
 pub mod local_defaults;
 pub mod local_stt;
 pub mod local_tts;

@@ -18,6 +18,7 @@ use crate::admission::{Admission, PoolPressure};
 use crate::agent::AgentSettings;
 use crate::handler::CallHandler;
 use crate::http::{AppState, router};
+use crate::listener::{self, ConnectionLimits, ConnectionStats};
 use crate::metrics::ServerMetrics;
 
 /// How long calls ended at the end of the grace get to close.
@@ -46,11 +47,24 @@ impl std::fmt::Debug for ServerConfig {
     }
 }
 
+/// The connection rules of `agent` for `max_calls` calls under the
+/// process's file limit ([`listener`]).
+fn connection_limits(agent: &AgentSettings, max_calls: usize) -> ConnectionLimits {
+    let nofile = rlimit::Resource::NOFILE
+        .get()
+        .map_or(1024, |(soft, _hard)| soft);
+    ConnectionLimits {
+        header_read_timeout: Duration::from_millis(u64::from(agent.server.header_read_timeout_ms)),
+        max_connections: listener::max_connections_for(nofile, max_calls),
+    }
+}
+
 /// A server serving on a task.
 #[derive(Debug)]
 pub struct RunningServer {
     local_addr: SocketAddr,
     state: Arc<AppState>,
+    connections: Arc<ConnectionStats>,
     end_calls: watch::Sender<bool>,
     stop: oneshot::Sender<()>,
     task: JoinHandle<std::io::Result<()>>,
@@ -81,17 +95,25 @@ pub async fn start(config: ServerConfig) -> std::io::Result<RunningServer> {
     });
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let app = router(state.clone());
+    let limits = connection_limits(&state.agent, max_calls);
+    let connections = Arc::new(ConnectionStats::default());
+    let stats = Arc::clone(&connections);
     let task = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stop_rx.await;
-            })
-            .await
+        listener::serve(listener, app, limits, stats, async move {
+            let _ = stop_rx.await;
+        })
+        .await
     });
-    tracing::info!(%local_addr, max_calls, "listening");
+    tracing::info!(
+        %local_addr,
+        max_calls,
+        max_connections = limits.max_connections,
+        "listening"
+    );
     Ok(RunningServer {
         local_addr,
         state,
+        connections,
         end_calls: end_tx,
         stop: stop_tx,
         task,
@@ -107,6 +129,11 @@ impl RunningServer {
     /// The shared state (admission, metrics).
     pub fn state(&self) -> &Arc<AppState> {
         &self.state
+    }
+
+    /// The accept loop's counters (sockets open, refused at the bound).
+    pub fn connections(&self) -> &Arc<ConnectionStats> {
+        &self.connections
     }
 
     /// Drains: readiness false and new calls refused at once; running calls get

@@ -70,6 +70,9 @@ pub struct ServerSettings {
     /// see the readiness change (Kubernetes endpoint propagation, HAProxy's
     /// health checks). Ctrl-c skips it.
     pub drain_admit_s: u32,
+    /// Deadline for a connection's whole HTTP request head, in ms: a client
+    /// sending its headers slower is disconnected (slow-header floods).
+    pub header_read_timeout_ms: u32,
     /// Tokens per route.
     pub auth: AuthSettings,
     /// Serve open call routes with paid providers on a non-loopback address
@@ -85,6 +88,7 @@ impl Default for ServerSettings {
             max_message_bytes: brisvox_transport::brisvox_ws::DEFAULT_MAX_BINARY_BYTES,
             drain_grace_s: None,
             drain_admit_s: DEFAULT_DRAIN_ADMIT_S,
+            header_read_timeout_ms: crate::listener::DEFAULT_HEADER_READ_TIMEOUT_MS,
             auth: AuthSettings::default(),
             allow_unauthenticated_calls: false,
         }
@@ -111,6 +115,12 @@ impl ServerSettings {
             range("server.drain_grace_s", grace, 0, MAX_DRAIN_GRACE_S)?;
         }
         range("server.drain_admit_s", self.drain_admit_s, 0, 300)?;
+        range(
+            "server.header_read_timeout_ms",
+            self.header_read_timeout_ms,
+            100,
+            120_000,
+        )?;
         let routes = [
             (&mut self.auth.call, "server.auth.call.token"),
             (&mut self.auth.twilio, "server.auth.twilio.token"),
