@@ -44,6 +44,18 @@ pub enum EngineEvent {
         /// The caller's new turn.
         new: Epoch,
     },
+    /// An answer was cut (barge-in, or a turn taken back): what of it the
+    /// caller heard, as the conversation now remembers it.
+    Heard {
+        /// The cut answer's epoch.
+        epoch: Epoch,
+        /// Its text as sent to the TTS.
+        sent: String,
+        /// The part the caller heard, cut after the last heard word.
+        heard: String,
+        /// Audio of it the caller heard, ms.
+        played_ms: u64,
+    },
     /// `epoch`'s response has played out: the turn's timeline so far, with
     /// every latency metric of an answered turn (`record.metrics()`). Sent at
     /// once, so a client sees a turn's metrics without waiting for the next turn.

@@ -20,9 +20,10 @@
 //!    is known only when the provider says the chunks so far are complete
 //!    ([`PlayoutBook::chunk_done`]: the audio is then shared among them by
 //!    characters). The audio of a chunk still being synthesised is estimated
-//!    from its characters at the response's own rate so far (or
-//!    [`DEFAULT_MS_PER_CHAR`] before any chunk is complete), never below the
-//!    audio already produced.
+//!    from its characters at the response's own rate so far (or the call's,
+//!    or [`DEFAULT_MS_PER_CHAR`] before any chunk of the call is complete),
+//!    never below the audio already produced; chunks still open share that
+//!    estimate by characters.
 //!
 //! All times are milliseconds of the response's audio from its first sample.
 //! The book keeps the last [`BOOK_RESPONSES`] responses.
@@ -164,12 +165,24 @@ impl PlayoutBook {
         self.response(epoch).played_ms += ms;
     }
 
+    /// The newest response in the book.
+    pub fn last_epoch(&self) -> Option<Epoch> {
+        self.responses.back().map(|r| r.epoch)
+    }
+
     /// What the caller heard of `epoch` (`None` when the book has no such response).
     pub fn heard(&self, epoch: Epoch) -> Option<Heard> {
         let r = self.responses.iter().find(|r| r.epoch == epoch)?;
         let sent = join(r.chunks.iter().map(|c| c.text.as_str()));
         let heard = if r.words.is_empty() {
-            heard_by_proportion(r)
+            // The response's own rate, else the call's so far, else the default.
+            let own = ms_per_char(std::iter::once(r));
+            let rate = if r.chunks.iter().any(|c| c.audio_ms.is_some()) {
+                own
+            } else {
+                ms_per_char(self.responses.iter())
+            };
+            heard_by_proportion(r, rate)
         } else {
             heard_by_timings(r)
         };
@@ -207,33 +220,46 @@ fn heard_by_timings(r: &Response) -> String {
     sent[..n.min(sent.len())].join(" ")
 }
 
-/// Rules 2 and 3.
-fn heard_by_proportion(r: &Response) -> String {
-    let rate = ms_per_char(r);
+/// Rules 2 and 3: complete chunks at their known place; the open chunks after
+/// them as one block of estimated length, shared by characters.
+fn heard_by_proportion(r: &Response, rate: f64) -> String {
+    let open_from = r
+        .chunks
+        .iter()
+        .position(|c| c.audio_ms.is_none())
+        .unwrap_or(r.chunks.len());
+    let mut spans: Vec<(f64, f64)> = r.chunks[..open_from]
+        .iter()
+        .map(|c| (c.start_ms.unwrap_or(0.0), c.audio_ms.unwrap_or(0.0)))
+        .collect();
+    let open = &r.chunks[open_from..];
+    if !open.is_empty() {
+        let start = spans.last().map_or(0.0, |(s, l)| s + l);
+        let chars = |c: &Chunk| c.text.chars().count().max(1) as f64;
+        let total_chars: f64 = open.iter().map(chars).sum();
+        let length = (total_chars * rate).max(r.produced_ms - start);
+        let mut at = start;
+        for c in open {
+            let l = length * chars(c) / total_chars;
+            spans.push((at, l));
+            at += l;
+        }
+    }
     let mut out: Vec<&str> = Vec::new();
-    let mut start = 0.0;
-    for c in &r.chunks {
-        let chars = c.text.chars().count().max(1) as f64;
-        let begin = c.start_ms.unwrap_or(start);
-        let length = c.audio_ms.unwrap_or_else(|| {
-            let produced = (r.produced_ms - begin).max(0.0);
-            (chars * rate).max(produced)
-        });
+    for (c, (begin, length)) in r.chunks.iter().zip(spans) {
         let share = ((r.played_ms - begin) / length.max(1e-9)).clamp(0.0, 1.0);
         out.extend(words_within(&c.text, share));
         if share < 1.0 {
             break;
         }
-        start = begin + length;
     }
     out.join(" ")
 }
 
-/// Audio per character of the response's complete chunks, or the default.
-fn ms_per_char(r: &Response) -> f64 {
-    let (ms, chars) = r
-        .chunks
-        .iter()
+/// Audio per character of the complete chunks of `responses`, or the default.
+fn ms_per_char<'a>(responses: impl Iterator<Item = &'a Response>) -> f64 {
+    let (ms, chars) = responses
+        .flat_map(|r| r.chunks.iter())
         .filter_map(|c| Some((c.audio_ms?, c.text.chars().count())))
         .fold((0.0, 0usize), |(m, n), (a, c)| (m + a, n + c));
     if chars == 0 || ms <= 0.0 {

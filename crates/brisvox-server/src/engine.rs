@@ -406,6 +406,7 @@ fn turn_config(agent: &AgentSettings) -> TurnConfig {
         // The server ends calls at [limits] max_call_duration_s itself.
         max_call_duration: None,
         greeting: agent.greeting.clone().filter(|g| !g.trim().is_empty()),
+        resume_false_interruptions: i.resume_false_interruptions,
     }
 }
 
@@ -775,6 +776,7 @@ smart_turn_threads = 2
         config.validate().expect("valid");
         let barge_in = &config.turn.barge_in;
         assert_eq!(barge_in.min_words, 2);
+        assert!(config.turn.resume_false_interruptions, "on by default");
         assert!(barge_in.backchannels.iter().any(|w| w == "tamam"));
         let shortcut = config.turn.incomplete_shortcut.expect("on by default");
         assert_eq!(shortcut.terminal, Duration::ZERO);

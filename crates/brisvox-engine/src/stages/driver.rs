@@ -61,6 +61,8 @@ pub(crate) enum DriverInput {
     AudioStarted(Epoch),
     /// `epoch`'s response has played out (or produced nothing, or failed).
     ResponseFinished(Epoch),
+    /// A response was cut: what of it the caller heard.
+    Heard(crate::playout::Heard),
     /// The caller hung up.
     Hangup,
     /// The transport refused audio.
@@ -266,6 +268,7 @@ impl TurnDriver {
                 self.events.emit(EngineEvent::BotSpeakingStopped { epoch });
                 self.emit_response_done(epoch);
             }
+            DriverInput::Heard(heard) => self.on_heard(heard),
             DriverInput::SttLost => self.end = Some(CallEnd::SttLost),
             DriverInput::Hangup => self.end = Some(CallEnd::Hangup),
             DriverInput::TransportClosed => self.end = Some(CallEnd::TransportClosed),
@@ -290,6 +293,9 @@ impl TurnDriver {
                 }
                 Action::CancelResponse { new, .. } => {
                     self.floor.send_replace(new);
+                }
+                Action::ResumeResponse { interrupted, epoch } => {
+                    self.send_llm(LlmInput::Resume { interrupted, epoch }).await;
                 }
                 Action::Interrupt {
                     old,
@@ -325,6 +331,24 @@ impl TurnDriver {
                 early.new_turn();
             }
         }
+    }
+
+    /// A cut answer: the conversation keeps what the caller heard, and the
+    /// events say so. (The LLM inbox has room: it holds at most a start and a
+    /// cut per turn; a full one drops the cut, which only leaves the whole
+    /// answer in the conversation.)
+    fn on_heard(&mut self, heard: crate::playout::Heard) {
+        let words = heard.heard.split_whitespace().count();
+        let _ = self.llm.try_send(LlmInput::Heard {
+            epoch: heard.epoch,
+            words,
+        });
+        self.events.emit(EngineEvent::Heard {
+            epoch: heard.epoch,
+            sent: heard.sent,
+            heard: heard.heard,
+            played_ms: heard.played_ms,
+        });
     }
 
     /// Tells the listener the metrics of `epoch`'s turn now that its response ended.

@@ -14,6 +14,11 @@
 //! `Speak` (greeting, say, idle prompt) bypasses the model: its text goes to
 //! the segmenter as one delta and is recorded as an assistant message.
 //!
+//! What the caller heard ([`Spoken`]): `Heard` (from the playout book, after
+//! a barge-in) cuts the interrupted answer in the conversation to the words
+//! the caller heard; `Resume` (a false interruption) speaks the words not
+//! heard and restores the whole answer.
+//!
 //! Tool calls ([`crate::tools`] states the rules): a completion that ends in
 //! tool calls flushes the text said before them to the segmenter (it is
 //! spoken), records the assistant's tool-call message with a placeholder
@@ -41,6 +46,7 @@ use brisvox_providers::{
 use tokio::sync::{mpsc, watch};
 
 use super::segmenter::SegInput;
+use super::spoken::Spoken;
 use super::tool_calls::{PENDING_RESULT, ToolCalls, ToolDone, with_ids};
 use super::{SharedTimeline, forward, mark, now, shutdown, sleep_until, stale_opt};
 use crate::events::{EngineEvent, EventSink};
@@ -54,6 +60,10 @@ pub(crate) enum LlmInput {
     Start { epoch: Epoch, user_text: String },
     /// Say `text` in `epoch` without the model.
     Speak { epoch: Epoch, text: String },
+    /// The caller heard the first `words` words of `epoch`'s answer.
+    Heard { epoch: Epoch, words: usize },
+    /// Speak the words of `interrupted`'s answer the caller did not hear, in `epoch`.
+    Resume { interrupted: Epoch, epoch: Epoch },
 }
 
 /// A response being streamed, or waiting for its tool calls.
@@ -104,6 +114,8 @@ pub(crate) struct LlmStage {
     usage: LlmUsage,
     /// The turn whose filler was said (once per turn).
     filler_said: Option<Epoch>,
+    /// What recent answers said and what of them was heard.
+    spoken: Spoken,
 }
 
 /// What the LLM stage is built from.
@@ -145,6 +157,7 @@ impl LlmStage {
             events: parts.events,
             usage: LlmUsage::default(),
             filler_said: None,
+            spoken: Spoken::default(),
         }
     }
 
@@ -191,13 +204,29 @@ impl LlmStage {
             }
             LlmInput::Speak { epoch, text } => {
                 self.remember(Message::assistant(text.as_str()));
-                let delta = SegInput::Delta { epoch, text };
-                if forward(&self.segmenter, delta, epoch, &mut self.floor).await {
-                    let end = SegInput::End { epoch };
-                    forward(&self.segmenter, end, epoch, &mut self.floor).await;
-                }
+                self.spoken.said(epoch, &text);
+                self.say_whole(epoch, text).await;
+            }
+            LlmInput::Heard { epoch, words } => {
+                self.spoken.truncate(&mut self.history, epoch, words);
+            }
+            LlmInput::Resume { interrupted, epoch } => {
+                let rest = self.spoken.rest(&mut self.history, interrupted);
+                self.say_whole(epoch, rest.unwrap_or_default()).await;
             }
         }
+    }
+
+    /// `text` to the segmenter as one delta (none when empty), then the end.
+    async fn say_whole(&mut self, epoch: Epoch, text: String) {
+        if !text.trim().is_empty() {
+            let delta = SegInput::Delta { epoch, text };
+            if !forward(&self.segmenter, delta, epoch, &mut self.floor).await {
+                return;
+            }
+        }
+        let end = SegInput::End { epoch };
+        forward(&self.segmenter, end, epoch, &mut self.floor).await;
     }
 
     /// Requests completion `round` of `epoch`'s response over the conversation.
@@ -306,6 +335,7 @@ impl LlmStage {
             active.filler_at = filler.map(|f| now() + f.after);
         }
         let text = std::mem::take(&mut active.answer);
+        self.spoken.said(epoch, &text);
         self.remember(Message::assistant_with_tool_calls(text, calls.clone()));
         for call in &calls {
             self.remember(Message::tool_result(Arc::clone(&call.id), PENDING_RESULT));
@@ -412,6 +442,7 @@ impl LlmStage {
             return;
         };
         if !active.answer.is_empty() {
+            self.spoken.said(active.epoch, &active.answer);
             self.remember(Message::assistant(active.answer));
         }
         let end = SegInput::End {
@@ -427,6 +458,7 @@ impl LlmStage {
                 stream.cancel();
             }
             if !active.answer.is_empty() {
+                self.spoken.said(active.epoch, &active.answer);
                 self.remember(Message::assistant(active.answer));
             }
         }

@@ -23,6 +23,7 @@ pub(crate) mod frame_queue;
 pub(crate) mod llm;
 pub(crate) mod output;
 pub(crate) mod segmenter;
+pub(crate) mod spoken;
 pub(crate) mod stt;
 pub(crate) mod tool_calls;
 pub(crate) mod tts;

@@ -13,6 +13,11 @@
 //! played), and if a response was audible the transport is cleared and
 //! `AudioOutStopped` is marked for its epoch when the clear has returned.
 //!
+//! The stage keeps the call's [`PlayoutBook`]: the TTS stage's chunk texts and
+//! word timings, the audio each response produced and the audio handed to the
+//! transport. When a response is cut (the floor passes it) the driver is told
+//! what of it the caller heard ([`DriverInput::Heard`]).
+//!
 //! The inbox is read only while the pacer has room (backpressure towards the
 //! TTS stage); the pacer's own queue is allocated once, like the epoch mirror
 //! that tells whose frame each release is.
@@ -31,6 +36,7 @@ use tokio::sync::{mpsc, watch};
 use super::driver::DriverInput;
 use super::frame_queue::QueueReceiver;
 use super::{SharedTimeline, mark, now, shutdown, sleep_until, stale};
+use crate::playout::PlayoutBook;
 use crate::transport::TransportSink;
 
 /// What the TTS stage sends.
@@ -39,6 +45,13 @@ use crate::transport::TransportSink;
 pub(crate) enum OutInput {
     /// A frame of `epoch`'s response at the transport rate.
     Frame { epoch: Epoch, frame: AudioFrame },
+    /// A chunk of `epoch`'s text, as written, was sent to the TTS.
+    Text { epoch: Epoch, text: String },
+    /// The TTS's word timings of `epoch`'s audio.
+    Words {
+        epoch: Epoch,
+        words: Vec<brisvox_providers::WordTiming>,
+    },
     /// `epoch`'s response has no more audio.
     End { epoch: Epoch },
 }
@@ -55,6 +68,10 @@ pub(crate) struct OutputStage<K> {
     queued: VecDeque<Epoch>,
     /// The epoch whose audio has reached the transport since its last end.
     playing: Option<Epoch>,
+    /// What each recent response sent and what of it was played.
+    book: PlayoutBook,
+    /// The last cut response whose heard part was reported.
+    reported: Option<Epoch>,
     driver: mpsc::Sender<DriverInput>,
     timeline: SharedTimeline,
     frames_out: Arc<AtomicU64>,
@@ -79,6 +96,8 @@ impl<K: TransportSink> OutputStage<K> {
             pacer: OutputPacer::new(),
             queued: VecDeque::with_capacity(PACER_QUEUE_CAPACITY + PACER_TURN_END_SLOTS),
             playing: None,
+            book: PlayoutBook::new(),
+            reported: None,
             driver,
             timeline,
             frames_out,
@@ -118,12 +137,17 @@ impl<K: TransportSink> OutputStage<K> {
         match input {
             OutInput::Frame { epoch, frame } => {
                 let stale = epoch.is_stale(self.pacer.epoch());
+                let ms = frame.duration().as_secs_f64() * 1000.0;
                 // Cannot be full: the inbox is read only while the pacer has room.
                 if self.pacer.handle_frame(now, epoch, frame).is_ok() && !stale {
                     self.queued.push_back(epoch);
+                    self.book.audio_produced(epoch, ms);
                 }
             }
+            OutInput::Text { epoch, text } => self.book.chunk_sent(epoch, &text),
+            OutInput::Words { epoch, words } => self.book.word_timings(epoch, &words),
             OutInput::End { epoch } => {
+                self.book.chunk_done(epoch);
                 let stale = epoch.is_stale(self.pacer.epoch());
                 match self.pacer.handle_tts_end(now, epoch) {
                     Ok(()) if !stale => self.queued.push_back(epoch),
@@ -162,6 +186,7 @@ impl<K: TransportSink> OutputStage<K> {
     /// Hands one frame to the transport, unless a barge-in comes first.
     async fn send(&mut self, epoch: Epoch, frame: AudioFrame) -> Result<(), Closed> {
         let current = self.pacer.epoch();
+        let frame_ms = frame.duration().as_secs_f64() * 1000.0;
         let sent = tokio::select! {
             biased;
             () = stale(&mut self.floor, current) => None,
@@ -173,6 +198,7 @@ impl<K: TransportSink> OutputStage<K> {
             Some(Err(_)) => return Err(Closed),
             Some(Ok(())) => {
                 let at = now();
+                self.book.played(epoch, frame_ms);
                 self.pacer.handle_sent(at);
                 self.frames_out.fetch_add(1, Ordering::Relaxed);
                 if self.playing != Some(epoch) {
@@ -194,6 +220,22 @@ impl<K: TransportSink> OutputStage<K> {
             self.playing = None;
             self.sink.clear().await;
             mark(&self.timeline, old, TurnEvent::AudioOutStopped, now());
+        }
+        self.report_heard(floor).await;
+    }
+
+    /// Tells the driver what the caller heard of the newest response the
+    /// floor cut (once per response).
+    async fn report_heard(&mut self, floor: Epoch) {
+        let Some(cut) = self.book.last_epoch().filter(|e| e.is_stale(floor)) else {
+            return;
+        };
+        if self.reported == Some(cut) {
+            return;
+        }
+        self.reported = Some(cut);
+        if let Some(heard) = self.book.heard(cut) {
+            let _ = self.driver.send(DriverInput::Heard(heard)).await;
         }
     }
 }

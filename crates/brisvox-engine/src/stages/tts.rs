@@ -180,6 +180,13 @@ impl TtsStage {
         let Some(current) = self.current.filter(|c| !c.failed) else {
             return;
         };
+        let written = OutInput::Text {
+            epoch,
+            text: text.clone(),
+        };
+        if !forward(&self.output, written, epoch, &mut self.floor).await {
+            return;
+        }
         let spoken = spoken_form(text, self.language)
             .await
             .unwrap_or_else(|raw| {
@@ -310,6 +317,15 @@ impl TtsStage {
                     self.fail(&error).await;
                 } else {
                     self.count(&error);
+                }
+            }
+            Some(TtsEvent::Words { ctx, words }) => {
+                if let Some(c) = self.current.filter(|c| c.ctx == ctx && !c.failed) {
+                    let item = OutInput::Words {
+                        epoch: c.epoch,
+                        words,
+                    };
+                    forward(&self.output, item, c.epoch, &mut self.floor).await;
                 }
             }
             Some(TtsEvent::Closed) | None => self.on_closed().await,

@@ -146,6 +146,10 @@ pub struct TurnConfig {
     pub max_call_duration: Option<Duration>,
     /// Spoken when the call starts, before the caller says anything.
     pub greeting: Option<String>,
+    /// A false interruption (speech that cut the bot, then gave no words by
+    /// its STT final) resumes the interrupted answer from the first word the
+    /// caller did not hear, instead of leaving the bot silent.
+    pub resume_false_interruptions: bool,
 }
 
 impl Default for TurnConfig {
@@ -159,6 +163,7 @@ impl Default for TurnConfig {
             idle: None,
             max_call_duration: None,
             greeting: None,
+            resume_false_interruptions: false,
         }
     }
 }

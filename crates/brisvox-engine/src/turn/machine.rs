@@ -129,6 +129,14 @@ pub enum Action {
         /// The epoch the turn continues in.
         new: Epoch,
     },
+    /// The speech that interrupted `interrupted` gave no words: speak the rest
+    /// of that answer (from the first word the caller did not hear) in `epoch`.
+    ResumeResponse {
+        /// The interrupted answer's epoch.
+        interrupted: Epoch,
+        /// The epoch the rest is spoken in.
+        epoch: Epoch,
+    },
     /// Barge-in: cancel the response of `old`, clear the transport, and continue in `new`.
     Interrupt {
         /// The interrupted epoch.
@@ -191,6 +199,8 @@ pub struct TurnCounters {
     pub verdict_fallbacks: u64,
     /// Turns ended by a fallback shortened by the STT final's text.
     pub shortened_fallbacks: u64,
+    /// False interruptions after which the interrupted answer was resumed.
+    pub false_interruptions_resumed: u64,
     /// Turns ended without the final of the last Finalize.
     pub final_timeouts: u64,
 }
@@ -215,6 +225,8 @@ struct UserTurn {
     final_given_up: bool,
     finals: String,
     interim: String,
+    /// The answer this turn interrupted (a barge-in opened it).
+    interrupted: Option<Epoch>,
 }
 
 /// The turn machine of one call.
@@ -614,6 +626,9 @@ impl TurnMachine {
     fn try_end_turn(&mut self, now: Instant) {
         self.expire_deadlines(now);
         if !self.policy_satisfied() {
+            if self.false_interruption() {
+                self.end_turn(now);
+            }
             return;
         }
         let finals_ok = !self.config.require_final || self.turn.finals_pending == 0;
@@ -642,6 +657,12 @@ impl TurnMachine {
         self.mark(TurnEvent::TurnEnd, now);
         if text.is_empty() {
             self.counters.empty_turns += 1;
+            if let Some(interrupted) = self.turn.interrupted.take()
+                && self.config.resume_false_interruptions
+            {
+                self.resume(interrupted);
+                return;
+            }
             self.state = TurnState::Listening;
             self.arm_idle(now);
             return;
@@ -672,6 +693,26 @@ impl TurnMachine {
         // The transcript so far stays: the caller is continuing the same turn.
         self.reset_pause();
         self.state = TurnState::UserSpeaking;
+    }
+
+    /// A turn opened by a barge-in whose finals are all in and hold no word:
+    /// nothing is left to wait for when it is to be resumed.
+    fn false_interruption(&self) -> bool {
+        self.config.resume_false_interruptions
+            && self.turn.interrupted.is_some()
+            && self.turn.finals_pending == 0
+            && self.turn.finals.trim().is_empty()
+            && self.turn.interim.trim().is_empty()
+    }
+
+    fn resume(&mut self, interrupted: Epoch) {
+        self.counters.false_interruptions_resumed += 1;
+        self.actions.push_back(Action::ResumeResponse {
+            interrupted,
+            epoch: self.epoch,
+        });
+        self.responding_to_user = false;
+        self.state = TurnState::BotThinking;
     }
 
     /// Which deadline ended an adaptive turn without a "complete" verdict.
@@ -745,6 +786,7 @@ impl TurnMachine {
         self.turn = UserTurn {
             speech_start: Some(speech_start),
             finals,
+            interrupted: Some(old),
             ..UserTurn::default()
         };
         self.actions.push_back(Action::Interrupt {

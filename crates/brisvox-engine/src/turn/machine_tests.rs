@@ -875,3 +875,36 @@ fn random_input_sequences_keep_every_invariant() {
         );
     }
 }
+
+#[test]
+fn a_false_interruption_resumes_the_interrupted_answer_at_its_empty_final() {
+    let mut config = with_words();
+    config.resume_false_interruptions = true;
+    let mut d = bot_speaking(config);
+    d.speech(3000, 3064);
+    assert_eq!(interrupts(&d.advance_to(3800)), 1, "no word for 800 ms");
+    d.stop(3900, 4000);
+    let out = d.final_(4150, "");
+    assert!(
+        out.contains(&Action::ResumeResponse {
+            interrupted: Epoch(1),
+            epoch: Epoch(2),
+        }),
+        "{out:?}"
+    );
+    assert!(responses(&out).is_empty(), "the model is not asked again");
+    assert_eq!(d.m.counters().false_interruptions_resumed, 1);
+    assert_eq!(d.m.state(), TurnState::BotThinking);
+    // Without the setting the same turn is only an empty turn.
+    let mut d = bot_speaking(with_words());
+    d.speech(3000, 3064);
+    d.advance_to(3800);
+    d.stop(3900, 4000);
+    d.final_(4150, "");
+    let out = d.advance_to(10_000);
+    assert!(
+        !out.iter()
+            .any(|a| matches!(a, Action::ResumeResponse { .. }))
+    );
+    assert_eq!(d.m.counters().empty_turns, 1);
+}

@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 use brisvox_audio::wav::read_wav;
 use brisvox_core::timeline::{TurnEvent, TurnRecord};
 use brisvox_engine::sim::{RecordingSink, SimCaller, SinkEvent, SinkLog};
-use brisvox_engine::{CallReport, EngineConfig, Models, Providers, run_call};
+use brisvox_engine::{
+    CallReport, EngineConfig, EngineEvent, EventSink, Models, Providers, run_call,
+    run_call_with_events,
+};
 use brisvox_providers::mock::{
     Latency, MockLlm, MockLlmConfig, MockStt, MockSttConfig, MockTts, MockTtsConfig,
 };
@@ -301,4 +304,36 @@ pub async fn run_with(
         sink: log,
         t0,
     }
+}
+
+/// [`run`], also collecting every engine event of the call, in order.
+pub async fn run_with_events(
+    samples: Vec<i16>,
+    config: EngineConfig,
+    mocks: &Mocks,
+    models: Models,
+) -> (Run, Vec<EngineEvent>) {
+    let (sink, log) = RecordingSink::new();
+    let (events, mut rx) = EventSink::channel(4096);
+    let t0 = tokio::time::Instant::now().into_std();
+    let report = run_call_with_events(
+        config,
+        SimCaller::new(samples),
+        sink,
+        mocks.providers(),
+        models,
+        events,
+    )
+    .await
+    .expect("a valid config");
+    let mut seen = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        seen.push(event);
+    }
+    let run = Run {
+        report,
+        sink: log,
+        t0,
+    };
+    (run, seen)
 }

@@ -307,6 +307,9 @@ pub struct InterruptionSettings {
     pub max_wordless_speech_ms: u32,
     /// How long after its end a speech may still interrupt when its words come late, in ms.
     pub word_grace_ms: u32,
+    /// After a false interruption (speech that cut the bot, then no words),
+    /// the bot goes on from the first word the caller did not hear.
+    pub resume_false_interruptions: bool,
 }
 
 impl Default for InterruptionSettings {
@@ -318,6 +321,7 @@ impl Default for InterruptionSettings {
             backchannels: None,
             max_wordless_speech_ms: 800,
             word_grace_ms: 400,
+            resume_false_interruptions: true,
         }
     }
 }
