@@ -12,6 +12,7 @@
 mod alloc_count;
 mod capacity;
 mod cpu;
+mod flood;
 mod model_cpu;
 mod model_cpu_profile;
 mod model_cpu_smart_turn;
@@ -46,7 +47,8 @@ subcommands:
   sim-load    N simulated calls in one process, mock providers (brisvox-bench sim-load --help)
   quality     conversation quality on recorded speech: premature ends, missed turns,
               barge-ins, backchannels (brisvox-bench quality --help)
-  soak        N calls at once for M minutes, sampled every minute (brisvox-bench soak --help)";
+  soak        N calls at once for M minutes, sampled every minute (brisvox-bench soak --help)
+  flood       idle websockets, slow request heads and handshake floods while calls go on (brisvox-bench flood --help)";
 
 /// Options of `model-cpu`.
 struct ModelCpuArgs {
@@ -137,6 +139,7 @@ fn main() {
         Some("sim-load") => sim_load::main(&args[1..]),
         Some("quality") => quality::main(&args[1..]),
         Some("soak") => soak::main(&args[1..]),
+        Some("flood") => flood::main(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             std::process::exit(2);

@@ -10,7 +10,8 @@
 //!    close (the place is held by the socket itself, [`CountedStream`]). A
 //!    connection over the bound is closed at once, so a flood cannot take
 //!    the file descriptors that running calls need for their providers.
-//!    [`max_connections_for`] derives the bound from the process's file limit.
+//!    `[server] max_connections` sets the bound; by default
+//!    [`max_connections_for`] derives it from the process's file limit.
 //! 3. **The peer address** reaches the routes as axum's
 //!    `ConnectInfo<SocketAddr>` (the failed-auth limiter keys on it).
 //! 4. **Shutdown** stops accepting, asks every HTTP connection to finish its

@@ -55,7 +55,10 @@ fn connection_limits(agent: &AgentSettings, max_calls: usize) -> ConnectionLimit
         .map_or(1024, |(soft, _hard)| soft);
     ConnectionLimits {
         header_read_timeout: Duration::from_millis(u64::from(agent.server.header_read_timeout_ms)),
-        max_connections: listener::max_connections_for(nofile, max_calls),
+        max_connections: agent
+            .server
+            .max_connections
+            .unwrap_or_else(|| listener::max_connections_for(nofile, max_calls)),
     }
 }
 

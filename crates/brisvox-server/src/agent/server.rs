@@ -73,6 +73,11 @@ pub struct ServerSettings {
     /// Deadline for a connection's whole HTTP request head, in ms: a client
     /// sending its headers slower is disconnected (slow-header floods).
     pub header_read_timeout_ms: u32,
+    /// Most sockets open at once (HTTP and websockets); unset: what the file
+    /// limit leaves after 3 per call and 256 spare
+    /// ([`crate::listener::max_connections_for`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<usize>,
     /// Tokens per route.
     pub auth: AuthSettings,
     /// Serve open call routes with paid providers on a non-loopback address
@@ -89,6 +94,7 @@ impl Default for ServerSettings {
             drain_grace_s: None,
             drain_admit_s: DEFAULT_DRAIN_ADMIT_S,
             header_read_timeout_ms: crate::listener::DEFAULT_HEADER_READ_TIMEOUT_MS,
+            max_connections: None,
             auth: AuthSettings::default(),
             allow_unauthenticated_calls: false,
         }
@@ -121,6 +127,15 @@ impl ServerSettings {
             100,
             120_000,
         )?;
+        if let Some(n) = self.max_connections
+            && !(16..=1_000_000).contains(&n)
+        {
+            return Err(AgentError::invalid(
+                "server.max_connections",
+                n,
+                "a whole number from 16 to 1000000",
+            ));
+        }
         let routes = [
             (&mut self.auth.call, "server.auth.call.token"),
             (&mut self.auth.twilio, "server.auth.twilio.token"),
