@@ -17,12 +17,21 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-/// Tells whether the inference pool is too busy for a new call. The engine's
-/// integration implements it (for example with [`QueueDepthGuard`] over the
-/// pool's queue depth).
+/// Tells whether the inference pools are too busy for a new call. The
+/// engine's integration implements it (for example with [`QueueDepthGuard`]
+/// over the pool's queue depth, or [`crate::shedding::ModelPressure`] over the
+/// pools' waits).
 pub trait PoolPressure: Send + Sync + 'static {
     /// True when a new call should be refused.
     fn under_pressure(&self) -> bool;
+
+    /// Why a new call should be refused with `active` calls running, if it
+    /// should. The default refuses with [`Refusal::PoolPressure`] when
+    /// [`PoolPressure::under_pressure`] says so.
+    fn refusal(&self, active: usize) -> Option<Refusal> {
+        let _ = active;
+        self.under_pressure().then_some(Refusal::PoolPressure)
+    }
 }
 
 /// No pool, no pressure.
@@ -45,9 +54,12 @@ pub enum Refusal {
         /// The limit.
         max_calls: usize,
     },
-    /// The inference pool is overloaded.
+    /// The VAD's inference pool is overloaded.
     #[error("the server's model pool is overloaded")]
     PoolPressure,
+    /// The Smart Turn executor is overloaded: its analyses wait.
+    #[error("the server's turn detection is overloaded")]
+    SmartTurnPressure,
     /// The server is shutting down.
     #[error("the server is draining")]
     Draining,
@@ -59,6 +71,7 @@ impl Refusal {
         match self {
             Self::Full { .. } => "server_full",
             Self::PoolPressure => "pool_pressure",
+            Self::SmartTurnPressure => "smart_turn_pressure",
             Self::Draining => "server_draining",
         }
     }
@@ -102,8 +115,8 @@ impl Admission {
         if self.is_draining() {
             return Err(Refusal::Draining);
         }
-        if self.pressure.under_pressure() {
-            return Err(Refusal::PoolPressure);
+        if let Some(refusal) = self.pressure.refusal(self.active()) {
+            return Err(refusal);
         }
         self.active
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
@@ -150,7 +163,8 @@ impl Admission {
 
     /// Ready for a new call: not draining, not full, no pool pressure.
     pub fn is_ready(&self) -> bool {
-        !self.is_stopping() && self.active() < self.max_calls && !self.pressure.under_pressure()
+        let active = self.active();
+        !self.is_stopping() && active < self.max_calls && self.pressure.refusal(active).is_none()
     }
 
     /// Waits until no call is running.
@@ -257,6 +271,26 @@ mod tests {
     fn pool_pressure_refuses() {
         let a = Admission::new(2, Box::new(Always));
         assert_eq!(a.try_admit().unwrap_err(), Refusal::PoolPressure);
+        assert!(!a.is_ready());
+    }
+
+    struct TurnsWait;
+    impl PoolPressure for TurnsWait {
+        fn under_pressure(&self) -> bool {
+            true
+        }
+        fn refusal(&self, active: usize) -> Option<Refusal> {
+            (active >= 1).then_some(Refusal::SmartTurnPressure)
+        }
+    }
+
+    #[test]
+    fn the_pressures_reason_and_the_active_calls_reach_admission() {
+        let a = Admission::new(5, Box::new(TurnsWait));
+        let _first = a.try_admit().expect("no call running: admitted");
+        let refused = a.try_admit().unwrap_err();
+        assert_eq!(refused, Refusal::SmartTurnPressure);
+        assert_eq!(refused.code(), "smart_turn_pressure");
         assert!(!a.is_ready());
     }
 

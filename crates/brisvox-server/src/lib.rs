@@ -37,6 +37,7 @@ pub mod model_metrics;
 pub mod models;
 pub mod secret;
 pub mod serve;
+pub mod shedding;
 
 mod session;
 mod ws_call;

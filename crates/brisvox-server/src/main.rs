@@ -17,6 +17,7 @@ use brisvox_server::handler::CallHandler;
 use brisvox_server::metrics::ServerMetrics;
 use brisvox_server::model_metrics::ModelStatsSource;
 use brisvox_server::serve::{ServerConfig, serve_until_signal};
+use brisvox_server::shedding::ModelPressure;
 use clap::Parser;
 
 fn main() -> ExitCode {
@@ -53,17 +54,30 @@ type CallEngine = (
     ModelStatsSource,
 );
 
-/// The call engine and the admission guard over its VAD queue. Loads the
-/// models (blocking: before the runtime starts).
+/// The call engine and the admission guard: over the model pools' waits
+/// (`[limits] load_shedding`), else over its VAD queue. Loads the models
+/// (blocking: before the runtime starts).
 fn call_handler(settings: &AgentSettings) -> anyhow::Result<CallEngine> {
     let handler = EngineCallHandler::new(settings)?;
     let model_stats = handler.model_stats();
-    let pressure = handler
-        .pool_pressure()
-        .unwrap_or_else(|| Box::new(NoPoolPressure));
+    let shedding = settings.limits.load_shedding.then(|| {
+        ModelPressure::new(
+            model_stats.vad.clone(),
+            model_stats.smart_turn.clone(),
+            settings.limits.shed_wait_ms,
+        )
+    });
+    let pressure: Box<dyn PoolPressure> = match shedding.flatten() {
+        Some(p) => Box::new(p),
+        None => handler
+            .pool_pressure()
+            .unwrap_or_else(|| Box::new(NoPoolPressure)),
+    };
     tracing::info!(
         vad = ?settings.vad.detector,
         turn_analyzer = ?settings.turn.analyzer,
+        load_shedding = settings.limits.load_shedding,
+        shed_wait_ms = settings.limits.shed_wait_ms,
         "call engine ready"
     );
     Ok((Arc::new(handler), pressure, model_stats))

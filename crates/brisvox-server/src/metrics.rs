@@ -50,7 +50,12 @@ pub const CALL_OUTCOMES: [&str; 8] = [
 ];
 
 /// Every `reason` label of `brisvox_calls_refused_total` (pre-set to 0).
-pub const REFUSAL_REASONS: [&str; 3] = ["server_full", "pool_pressure", "server_draining"];
+pub const REFUSAL_REASONS: [&str; 4] = [
+    "server_full",
+    "pool_pressure",
+    "smart_turn_pressure",
+    "server_draining",
+];
 
 /// The server's metrics.
 #[derive(Debug, Clone)]

@@ -333,8 +333,9 @@ impl StepMetrics {
             ),
             vad_windows_rejected: count("brisvox_vad_windows_total", &[("result", "rejected")]),
             input_frames_dropped: count("brisvox_input_frames_dropped_total", &[]),
-            // `pool_pressure` is a reason of its own since 2026-12-01; older
-            // servers counted it as `server_full`.
+            // `pool_pressure` and `smart_turn_pressure` are reasons of their
+            // own since 2026-12-01; older servers counted the first as
+            // `server_full` and had no second.
             calls_refused: sum(&[
                 count("brisvox_calls_refused_total", &[("reason", "server_full")]),
                 count(
@@ -343,11 +344,10 @@ impl StepMetrics {
                 ),
             ])
             .map(|n| {
-                n + count(
-                    "brisvox_calls_refused_total",
-                    &[("reason", "pool_pressure")],
-                )
-                .unwrap_or(0)
+                n + ["pool_pressure", "smart_turn_pressure"]
+                    .iter()
+                    .filter_map(|r| count("brisvox_calls_refused_total", &[("reason", r)]))
+                    .sum::<u64>()
             }),
         }
     }

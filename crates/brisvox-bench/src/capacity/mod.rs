@@ -50,7 +50,10 @@ pub(crate) const USAGE: &str =
   --max-run-s S              the whole run stops after S seconds (default 900)
   --label TEXT               what was measured, in the report
   --out PATH                 writes PATH.md and PATH.json (default: markdown to stdout)
-  --client-workers N         tokio worker threads of the load generator (default 2)";
+  --client-workers N         tokio worker threads of the load generator (default 2)
+  --admitted-only            judge the calls the server admitted; a refused call (HTTP 503)
+                             is counted apart, and its slot waits one fixture's length before
+                             its next call (load shedding runs)";
 
 /// Options of `capacity`.
 #[derive(Debug, Clone)]
@@ -70,6 +73,7 @@ struct CapacityArgs {
     label: String,
     out: Option<PathBuf>,
     client_workers: usize,
+    admitted_only: bool,
 }
 
 fn parse(args: &[String]) -> Result<CapacityArgs, String> {
@@ -92,7 +96,17 @@ fn parse(args: &[String]) -> Result<CapacityArgs, String> {
         label: String::new(),
         out: None,
         client_workers: 2,
+        admitted_only: false,
     };
+    let args: Vec<String> = args
+        .iter()
+        .filter(|f| {
+            let flag = f.as_str() == "--admitted-only";
+            a.admitted_only |= flag;
+            !flag
+        })
+        .cloned()
+        .collect();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let v = it
@@ -226,7 +240,17 @@ struct StepRecord {
     generator: Option<probe::ProbeSummary>,
     /// The server's counters over the step (with `--metrics-url`).
     server_metrics: Option<metrics::StepScrape>,
+    /// Calls the server refused (HTTP 503), not in `summary` with
+    /// `--admitted-only`.
+    refused_calls: usize,
     calls: Vec<CallRecord>,
+}
+
+/// True for a call the server refused before the upgrade.
+fn is_refused(c: &CallRecord) -> bool {
+    c.error
+        .as_deref()
+        .is_some_and(|e| e.starts_with("refused: HTTP 503"))
 }
 
 /// Time limit of a step: the spread, the rounds at their longest, and a margin.
@@ -252,6 +276,9 @@ async fn run_step(
         let (fx, call, done, failed) = (fx.clone(), a.call.clone(), done.clone(), failed.clone());
         let start_at = begin + Duration::from_millis(a.spread_ms * slot as u64 / n as u64);
         let rounds = a.rounds;
+        let wait_after_refusal = a
+            .admitted_only
+            .then(|| Duration::from_secs_f64(fx.fixture.duration_ms() / 1000.0));
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep_until(start_at).await;
             let mut out = Vec::with_capacity(rounds);
@@ -263,7 +290,11 @@ async fn run_step(
                     failed.fetch_add(1, Ordering::Relaxed);
                 }
                 done.fetch_add(1, Ordering::Relaxed);
+                let pause = wait_after_refusal.filter(|_| is_refused(&r));
                 out.push(r);
+                if let Some(pause) = pause {
+                    tokio::time::sleep(pause).await;
+                }
             }
             out
         }));
@@ -354,15 +385,23 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
             .map(|(before, after)| metrics::StepScrape::of(before, after));
         let server = server.and_then(|s| probe::summarize(&s.stop()));
         let generator = probe::summarize(&generator.stop());
-        let summary = Aggregate::of(&calls);
+        let refused_calls = calls.iter().filter(|c| is_refused(c)).count();
+        let summary = if a.admitted_only {
+            let admitted: Vec<CallRecord> =
+                calls.iter().filter(|c| !is_refused(c)).cloned().collect();
+            Aggregate::of(&admitted)
+        } else {
+            Aggregate::of(&calls)
+        };
         let (outcome, verdict) = judge(&summary, limit_ms, a.client_late_share);
         ramp.record(n, outcome);
         eprintln!(
-            "step {n}: {} p95 {} ms, {} failed, {} unclean{}{}{}",
+            "step {n}: {} p95 {} ms, {} refused, {} failed, {} unclean{}{}{}",
             verdict.outcome,
             summary
                 .v2v_ms
                 .map_or("-".into(), |s| format!("{:.1}", s.p95)),
+            refused_calls,
             summary.failed_calls,
             summary.unclean_turns(),
             server.map_or(String::new(), |s| format!(
@@ -392,6 +431,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
             server,
             generator,
             server_metrics,
+            refused_calls,
             calls,
         });
     }
@@ -421,6 +461,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
             "slo_over_floor_ms": a.slo_over_floor_ms, "client_late_share": a.client_late_share,
             "late_frame_ms": 100, "response_window_ms": a.call.response_window_ms,
             "server_pid": a.server_pid, "max_run_s": a.max_run_s, "client_workers": a.client_workers,
+            "admitted_only": a.admitted_only,
             "metrics_url": a.metrics_url.as_ref().map(|u| format!("http://{}{}", u.authority, v2v::redact(&u.path))),
         },
         "floor_ms": floor_ms,
@@ -448,12 +489,17 @@ fn markdown(
         s.push('\n');
     }
     s.push_str(&format!(
-        "- target: {} ({}); fixture {}, {} rounds per slot, spread {} ms\n- floor {floor_ms:.1} ms ({floor_source}); a step passes when no call failed, no turn was lost or unclean and p95 V2V <= {limit_ms:.1} ms\n\n",
+        "- target: {} ({}); fixture {}, {} rounds per slot, spread {} ms\n- floor {floor_ms:.1} ms ({floor_source}); a step passes when no call failed, no turn was lost or unclean and p95 V2V <= {limit_ms:.1} ms{}\n\n",
         v2v::redact(&a.call.url),
         if a.label.is_empty() { "no label" } else { &a.label },
         a.fixture.display(),
         a.rounds,
-        a.spread_ms
+        a.spread_ms,
+        if a.admitted_only {
+            " (--admitted-only: over the calls the server admitted; refused calls apart, their slot waiting one fixture's length before its next call)"
+        } else {
+            ""
+        }
     ));
     if let Some(u) = &a.metrics_url {
         s.push_str(&format!(
@@ -480,7 +526,11 @@ fn markdown(
             st.verdict.outcome,
             st.summary.outcomes.get("answered").copied().unwrap_or(0),
             st.summary.unclean_turns(),
-            st.summary.failed_calls,
+            if a.admitted_only {
+                format!("{} (+{} refused)", st.summary.failed_calls, st.refused_calls)
+            } else {
+                st.summary.failed_calls.to_string()
+            },
             f(v.map(|x| x.p50)),
             f(v.map(|x| x.p95)),
             f(v.map(|x| x.p99)),

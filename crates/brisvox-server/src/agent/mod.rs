@@ -16,9 +16,9 @@ mod runtime;
 mod server;
 
 pub use policy::{
-    DEFAULT_INCOMPLETE_TIMEOUT_MS, DEFAULT_SILENCE_MS, EarlyAnalysisSettings, InterruptionSettings,
-    LimitsSettings, ShortcutSettings, TurnAnalyzer, TurnPolicy, TurnSettings, VadDetector,
-    VadSettings,
+    DEFAULT_INCOMPLETE_TIMEOUT_MS, DEFAULT_SHED_WAIT_MS, DEFAULT_SILENCE_MS, EarlyAnalysisSettings,
+    InterruptionSettings, LimitsSettings, ShortcutSettings, TurnAnalyzer, TurnPolicy, TurnSettings,
+    VadDetector, VadSettings,
 };
 pub use providers::{
     DeepgramSttSettings, EnvLookup, LlmProvider, LlmSection, LocalLlmSettings, LocalModelSettings,

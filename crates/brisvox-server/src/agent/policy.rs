@@ -364,7 +364,17 @@ pub struct LimitsSettings {
     pub idle_prompt: String,
     /// Caller silence after which the call ends, in seconds.
     pub idle_end_after_s: u32,
+    /// Refuse new calls while the model pools' waits are over
+    /// `shed_wait_ms` (`crate::shedding`); false: only the VAD queue's depth
+    /// and `max_calls` refuse calls.
+    pub load_shedding: bool,
+    /// The recent wait of the VAD or Smart Turn pool above which new calls
+    /// are refused, in ms.
+    pub shed_wait_ms: u32,
 }
+
+/// Default of `[limits] shed_wait_ms`.
+pub const DEFAULT_SHED_WAIT_MS: u32 = 100;
 
 impl Default for LimitsSettings {
     fn default() -> Self {
@@ -374,6 +384,8 @@ impl Default for LimitsSettings {
             idle_prompt_after_s: 15,
             idle_prompt: "Are you still there?".to_owned(),
             idle_end_after_s: 30,
+            load_shedding: true,
+            shed_wait_ms: DEFAULT_SHED_WAIT_MS,
         }
     }
 }
@@ -381,6 +393,7 @@ impl Default for LimitsSettings {
 impl LimitsSettings {
     pub(super) fn check(&self) -> Result<(), AgentError> {
         range("limits.max_calls", self.max_calls, 1, 100_000)?;
+        range("limits.shed_wait_ms", self.shed_wait_ms, 10, 5000)?;
         range(
             "limits.max_call_duration_s",
             self.max_call_duration_s,
