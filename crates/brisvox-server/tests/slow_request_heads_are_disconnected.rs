@@ -20,7 +20,11 @@ async fn a_head_that_never_ends_is_cut_at_the_deadline() {
     slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
         .await
         .unwrap();
-    assert_eq!(common::get(addr, "/healthz").await.0, 200, "others are served");
+    assert_eq!(
+        common::get(addr, "/healthz").await.0,
+        200,
+        "others are served"
+    );
     let mut answer = Vec::new();
     let read = tokio::time::timeout(common::WAIT, slow.read_to_end(&mut answer))
         .await
