@@ -4,7 +4,7 @@
 //! One socket per session, kept open across responses; one ElevenLabs context
 //! per [`ContextId`]. Text chunks go out as `{"text", "context_id"}` (each
 //! ending in a space, as ElevenLabs asks); the end of a response sends
-//! `{"context_id", "text": "", "flush": true}` then
+//! `{"context_id", "flush": true}` then
 //! `{"context_id", "close_context": true}`, and the context's `isFinal`
 //! message becomes [`crate::TtsEvent::Done`]. A barge-in sends
 //! `close_context` at once. Audio is `pcm_{rate}` (24 kHz by default), base64
@@ -220,8 +220,9 @@ impl TtsWire for ElevenLabsWire {
     }
 
     fn flush(&self, wire: &str, _any_text: bool) -> Vec<String> {
+        // As the multi-context guide's `flush_context` and its last context.
         vec![
-            json!({"context_id": wire, "text": "", "flush": true}).to_string(),
+            json!({"context_id": wire, "flush": true}).to_string(),
             json!({"context_id": wire, "close_context": true}).to_string(),
         ]
     }
@@ -420,7 +421,7 @@ mod tests {
             .iter()
             .map(|m| serde_json::from_str(m).unwrap())
             .collect();
-        assert_eq!(f[0], json!({"context_id": "c1", "text": "", "flush": true}));
+        assert_eq!(f[0], json!({"context_id": "c1", "flush": true}));
         assert_eq!(f[1], json!({"context_id": "c1", "close_context": true}));
         let c: Value = serde_json::from_str(&w.cancel("c1")).unwrap();
         assert_eq!(c, json!({"context_id": "c1", "close_context": true}));

@@ -117,6 +117,14 @@ pub enum ReasoningEffortError {
         /// The model named.
         model: String,
     },
+    /// gpt-5.1 takes none, low, medium and high only.
+    #[error(
+        "model `{model}` takes reasoning_effort none, low, medium or high (OpenAI's reference)"
+    )]
+    NotForGpt51 {
+        /// The model named.
+        model: String,
+    },
     /// OpenAI documents `none` only from gpt-5.1 on.
     #[error("reasoning_effort `none` is refused by OpenAI models before gpt-5.1 (model `{model}`)")]
     NoneBeforeGpt51 {
@@ -133,9 +141,12 @@ pub const OPENAI_REASONING_EFFORTS: [&str; 6] =
 
 /// Checks `effort` for `model` on the server at `base_url`.
 ///
-/// OpenAI's own API: one of [`OPENAI_REASONING_EFFORTS`], and `none` only for
+/// OpenAI's own API: one of [`OPENAI_REASONING_EFFORTS`], `none` only for
 /// gpt-5.1 and later ("All models before gpt-5.1 default to medium reasoning
-/// effort, and do not support none", same page). Other servers (OpenRouter
+/// effort, and do not support none", same page), gpt-5.1 itself only none,
+/// low, medium and high ("The supported reasoning values for gpt-5.1 are
+/// none, low, medium, and high"), and none at all for the non-reasoning chat
+/// models (gpt-4o, gpt-4.1, gpt-3.5). Other servers (OpenRouter
 /// documents the same six values, "Can be xhigh, high, medium, low, minimal or
 /// none", <https://openrouter.ai/docs/use-cases/reasoning-tokens>): one of the
 /// six; the model's own limits are the server's to enforce.
@@ -156,6 +167,12 @@ pub fn check_reasoning_effort(
         .any(|p| m.starts_with(p));
     if is_openai_api(base_url) && chat_only {
         return Err(ReasoningEffortError::NotReasoningModel {
+            model: model.to_owned(),
+        });
+    }
+    let gpt51 = m == "gpt-5.1" || m.starts_with("gpt-5.1-");
+    if is_openai_api(base_url) && gpt51 && matches!(effort, "minimal" | "xhigh") {
+        return Err(ReasoningEffortError::NotForGpt51 {
             model: model.to_owned(),
         });
     }
@@ -1014,6 +1031,10 @@ mod tests {
         let openai = OPENAI_BASE_URL;
         assert!(check_reasoning_effort(openai, "gpt-5.1", "none").is_ok());
         assert!(check_reasoning_effort(openai, "gpt-5-mini", "minimal").is_ok());
+        assert!(matches!(
+            check_reasoning_effort(openai, "gpt-5.1", "minimal"),
+            Err(ReasoningEffortError::NotForGpt51 { .. })
+        ));
         assert!(matches!(
             check_reasoning_effort(openai, "gpt-5-mini", "none"),
             Err(ReasoningEffortError::NoneBeforeGpt51 { .. })

@@ -53,7 +53,7 @@ async fn a_response_is_one_context_flushed_and_closed_at_the_end() {
     let wire = r[0]["context_id"].clone();
     assert_eq!(r[0], json!({"text": "Hi, ", "context_id": wire}));
     assert_eq!(r[1], json!({"text": "there. ", "context_id": wire}));
-    assert_eq!(r[2], json!({"context_id": wire, "text": "", "flush": true}));
+    assert_eq!(r[2], json!({"context_id": wire, "flush": true}));
     assert_eq!(r[3], json!({"context_id": wire, "close_context": true}));
     let conn = &fake.conns()[0];
     assert_eq!(conn.header("xi-api-key"), Some("xi-test-key"));
