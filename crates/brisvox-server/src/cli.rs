@@ -40,6 +40,13 @@ pub enum Command {
     Check {
         /// The agent file (TOML).
         file: PathBuf,
+        /// Also make one minimal live request per vendor provider with the
+        /// file's keys (auth, model, voice, rate) and report what works.
+        #[arg(long)]
+        probe: bool,
+        /// Time allowed to each probe, in seconds.
+        #[arg(long, default_value_t = 15)]
+        probe_timeout_s: u64,
     },
     /// Start the drain of a running `brisvox serve` (SIGTERM to its process)
     /// and wait until it has exited: the Kubernetes preStop hook.

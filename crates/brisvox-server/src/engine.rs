@@ -443,7 +443,7 @@ fn api_key(
         .ok_or(EngineSetupError::MissingSection { section })
 }
 
-fn build_stt(
+pub(crate) fn build_stt(
     agent: &AgentSettings,
 ) -> Result<Arc<dyn brisvox_providers::SttProvider>, EngineSetupError> {
     match agent.stt.provider {
@@ -493,7 +493,7 @@ fn build_stt(
     }
 }
 
-fn build_llm(
+pub(crate) fn build_llm(
     agent: &AgentSettings,
 ) -> Result<Arc<dyn brisvox_providers::LlmProvider>, EngineSetupError> {
     match agent.llm.provider {
@@ -551,7 +551,7 @@ pub fn openai_llm_config(
     Ok(config.with_timeouts(u64::from(s.first_token_timeout_ms), chunk_ms))
 }
 
-fn build_tts(
+pub(crate) fn build_tts(
     agent: &AgentSettings,
 ) -> Result<Arc<dyn brisvox_providers::TtsProvider>, EngineSetupError> {
     let vendor = |s: &Option<crate::agent::VendorTtsSettings>, section: &'static str| {

@@ -35,6 +35,7 @@ pub mod logging;
 pub mod metrics;
 pub mod model_metrics;
 pub mod models;
+pub mod probe;
 pub mod secret;
 pub mod serve;
 pub mod shedding;

@@ -29,7 +29,14 @@ fn main() -> ExitCode {
             allow_unauthenticated_calls,
             log,
         } => serve(agent, bind, allow_unauthenticated_calls, log),
-        Command::Check { file } => check(&file),
+        Command::Check {
+            file,
+            probe,
+            probe_timeout_s,
+        } => check(
+            &file,
+            probe.then(|| std::time::Duration::from_secs(probe_timeout_s)),
+        ),
         Command::Drain { pid, timeout_s } => {
             brisvox_server::drain::drain_process(pid, std::time::Duration::from_secs(timeout_s))
                 .map_err(anyhow::Error::from)
@@ -139,7 +146,7 @@ fn serve(
 }
 
 /// `brisvox check FILE`: the resolved settings on stdout, secrets redacted.
-fn check(file: &Path) -> anyhow::Result<()> {
+fn check(file: &Path, probe: Option<std::time::Duration>) -> anyhow::Result<()> {
     use std::io::Write as _;
     let mut settings = AgentSettings::load(file, &process_env)?;
     settings.apply_env_overrides(&process_env)?;
@@ -157,9 +164,24 @@ fn check(file: &Path) -> anyhow::Result<()> {
         ));
     }
     text.push_str(&settings.to_redacted_toml());
+    let report = match probe {
+        Some(within) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let report = runtime.block_on(brisvox_server::probe::probe(&settings, within))?;
+            text.push_str(&report.to_string());
+            Some(report)
+        }
+        None => None,
+    };
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         // A reader that stopped early (`| head`) is not an error of the check.
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
+    }
+    match report {
+        Some(r) if !r.ok() => anyhow::bail!("a provider failed its probe (see above)"),
         _ => Ok(()),
     }
 }

@@ -493,6 +493,12 @@ impl<W: TtsWire> WsTtsSession<W> {
                 }
             }
         }
+        let until = now + Duration::from_millis(self.timing.close_grace_ms);
+        for c in self.contexts.iter().filter(|c| timed_out.contains(&c.id)) {
+            if c.opened && c.retry_at.is_none() {
+                self.closing.closed(c.wire.clone(), until);
+            }
+        }
         self.contexts.retain(|c| !timed_out.contains(&c.id));
         let keepalive_due = self.last_sent + Duration::from_millis(self.timing.keepalive_ms) <= now;
         self.send_all(out).await?;
