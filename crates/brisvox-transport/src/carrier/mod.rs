@@ -89,6 +89,7 @@ pub(crate) fn text_only<T>(bytes: &[u8]) -> Result<T, StreamError> {
     })
 }
 
+pub mod control;
 pub mod emulator;
 mod playout;
 mod session;

@@ -13,9 +13,13 @@
 //! - [`TwilioEncoder`]: the outbound `media`, `mark` and `clear` messages.
 //! - [`TwilioPlayout`]: which of the sent audio the caller has heard, from the
 //!   echoed marks; forgets pending marks on barge-in.
+//! - [`signature`]: `X-Twilio-Signature` validation (webhooks and the stream's
+//!   websocket upgrade); [`twiml`]: the `<Connect><Stream>` and `<Dial>` TwiML.
 
 mod decode;
+pub mod signature;
 mod stream;
+pub mod twiml;
 
 pub use crate::carrier::{DEFAULT_MAX_PENDING_MARKS, MARK_PREFIX, MarkOutcome, TwilioPlayout};
 pub use decode::{MediaChunk, MediaFormat, TwilioDecoder, TwilioError, TwilioEvent, TwilioStart};
