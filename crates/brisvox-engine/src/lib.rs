@@ -23,6 +23,7 @@ pub mod config;
 pub mod events;
 pub mod models;
 pub mod playout;
+pub mod recording;
 pub mod report;
 pub mod sim;
 pub mod tools;

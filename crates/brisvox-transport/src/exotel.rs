@@ -21,9 +21,9 @@ use serde_json::json;
 
 use crate::AudioCodec;
 use crate::carrier::{
-    Carrier, MediaStream, Outbound, StreamError, StreamEvent, StreamStart, WireFormat, base64_of,
-    json_text, opt_object, opt_owned, parse_message, session_stream, session_stream_methods,
-    text_only, truncate, unknown_event,
+    Carrier, Encode, MediaStream, Outbound, StreamError, StreamEvent, StreamStart, WireFormat,
+    base64_of, json_text, opt_object, opt_owned, parse_message, session_stream,
+    session_stream_methods, text_only, truncate, unknown_event,
 };
 use crate::fields::{self, Object};
 
@@ -108,27 +108,19 @@ impl MediaStream for ExotelStream {
     fn decode_binary(&mut self, bytes: &[u8]) -> Result<StreamEvent, StreamError> {
         text_only(bytes)
     }
+}
 
-    fn encode_media(&self, audio: &[u8]) -> Option<Outbound> {
-        let sid = self.session.stream_id()?;
-        Some(json_text(&json!({
+/// The message a server sends for `what` on the stream `sid`.
+pub(crate) fn encode(what: Encode<'_>, sid: &str) -> Outbound {
+    json_text(&match what {
+        Encode::Media(audio) => json!({
             "event": "media",
             "stream_sid": sid,
             "media": {"payload": base64_of(audio)},
-        })))
-    }
-
-    fn encode_mark(&self, name: &str) -> Option<Outbound> {
-        let sid = self.session.stream_id()?;
-        Some(json_text(
-            &json!({"event": "mark", "stream_sid": sid, "mark": {"name": name}}),
-        ))
-    }
-
-    fn encode_clear(&self) -> Option<Outbound> {
-        let sid = self.session.stream_id()?;
-        Some(json_text(&json!({"event": "clear", "stream_sid": sid})))
-    }
+        }),
+        Encode::Mark(name) => json!({"event": "mark", "stream_sid": sid, "mark": {"name": name}}),
+        Encode::Clear => json!({"event": "clear", "stream_sid": sid}),
+    })
 }
 
 #[cfg(test)]
@@ -165,7 +157,7 @@ mod tests {
         let mut s = ExotelStream::default();
         s.decode_text(&start("8000")).unwrap();
         assert_eq!(
-            s.encode_clear(),
+            s.encoder().map(|e| e.clear()),
             Some(Outbound::Text(
                 r#"{"event":"clear","stream_sid":"MZ1"}"#.into()
             ))

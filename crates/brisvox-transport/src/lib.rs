@@ -35,8 +35,8 @@ pub use brisvox_ws::{
     ServerEvent, StartInfo,
 };
 pub use carrier::{
-    Carrier, MediaStream, Outbound, Playout, StreamError, StreamEvent, StreamLimits, StreamStart,
-    WireFormat,
+    Carrier, CarrierEncoder, MediaStream, Outbound, Playout, StreamError, StreamEvent,
+    StreamLimits, StreamStart, WireFormat,
 };
 pub use exotel::ExotelStream;
 pub use framer::{FrameAssembler, FramerError};

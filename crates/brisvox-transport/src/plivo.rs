@@ -21,9 +21,9 @@ use serde_json::{Map, Value, json};
 
 use crate::AudioCodec;
 use crate::carrier::{
-    Carrier, MediaStream, Outbound, StreamError, StreamEvent, StreamStart, WireFormat, base64_of,
-    json_text, opt_owned, parse_message, session_stream, session_stream_methods, text_only,
-    truncate, unknown_event,
+    Carrier, Encode, MediaStream, Outbound, StreamError, StreamEvent, StreamStart, WireFormat,
+    base64_of, json_text, opt_owned, parse_message, session_stream, session_stream_methods,
+    text_only, truncate, unknown_event,
 };
 use crate::fields::{self, Object};
 
@@ -74,10 +74,6 @@ impl PlivoStream {
         self.session
             .check_message(obj, "clearedAudio", "streamId")?;
         Ok(StreamEvent::Cleared)
-    }
-
-    fn stream(&self) -> Option<(&str, WireFormat)> {
-        Some((self.session.stream_id()?, self.session.format()?))
     }
 }
 
@@ -145,30 +141,22 @@ impl MediaStream for PlivoStream {
     fn decode_binary(&mut self, bytes: &[u8]) -> Result<StreamEvent, StreamError> {
         text_only(bytes)
     }
+}
 
-    fn encode_media(&self, audio: &[u8]) -> Option<Outbound> {
-        let (_, format) = self.stream()?;
-        Some(json_text(&json!({
+/// The message a server sends for `what` on the stream `id` in `format`.
+pub(crate) fn encode(what: Encode<'_>, id: &str, format: WireFormat) -> Outbound {
+    json_text(&match what {
+        Encode::Media(audio) => json!({
             "event": "playAudio",
             "media": {
                 "contentType": content_type(format.codec),
                 "sampleRate": format.sample_rate_hz,
                 "payload": base64_of(audio),
             }
-        })))
-    }
-
-    fn encode_mark(&self, name: &str) -> Option<Outbound> {
-        let (id, _) = self.stream()?;
-        Some(json_text(
-            &json!({"event": "checkpoint", "streamId": id, "name": name}),
-        ))
-    }
-
-    fn encode_clear(&self) -> Option<Outbound> {
-        let (id, _) = self.stream()?;
-        Some(json_text(&json!({"event": "clearAudio", "streamId": id})))
-    }
+        }),
+        Encode::Mark(name) => json!({"event": "checkpoint", "streamId": id, "name": name}),
+        Encode::Clear => json!({"event": "clearAudio", "streamId": id}),
+    })
 }
 
 #[cfg(test)]
@@ -191,7 +179,7 @@ mod tests {
         let start = r#"{"event":"start","sequenceNumber":1,"start":{"callId":"c","streamId":"s","accountId":"a","tracks":["inbound"],"mediaFormat":{"encoding":"audio/x-l16","sampleRate":16000}}}"#;
         s.decode_text(start).unwrap();
         assert_eq!(s.format().map(WireFormat::frame_bytes), Some(640));
-        let Some(Outbound::Text(play)) = s.encode_media(&[0, 0]) else {
+        let Some(Outbound::Text(play)) = s.encoder().map(|e| e.media(&[0, 0])) else {
             panic!("no playAudio")
         };
         assert!(play.contains(r#""contentType":"audio/x-l16""#), "{play}");

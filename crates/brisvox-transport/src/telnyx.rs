@@ -23,9 +23,9 @@ use serde_json::json;
 
 use crate::AudioCodec;
 use crate::carrier::{
-    Carrier, MediaStream, Outbound, StreamError, StreamEvent, StreamStart, WireFormat, base64_of,
-    json_text, opt_object, opt_owned, parse_message, session_stream, session_stream_methods,
-    text_only, truncate, unknown_event,
+    Carrier, Encode, MediaStream, Outbound, StreamError, StreamEvent, StreamStart, WireFormat,
+    base64_of, json_text, opt_object, opt_owned, parse_message, session_stream,
+    session_stream_methods, text_only, truncate, unknown_event,
 };
 use crate::fields::{self, Object};
 
@@ -131,23 +131,15 @@ impl MediaStream for TelnyxStream {
     fn decode_binary(&mut self, bytes: &[u8]) -> Result<StreamEvent, StreamError> {
         text_only(bytes)
     }
+}
 
-    fn encode_media(&self, audio: &[u8]) -> Option<Outbound> {
-        self.session.stream_id()?;
-        Some(json_text(
-            &json!({"event": "media", "media": {"payload": base64_of(audio)}}),
-        ))
-    }
-
-    fn encode_mark(&self, name: &str) -> Option<Outbound> {
-        self.session.stream_id()?;
-        Some(json_text(&json!({"event": "mark", "mark": {"name": name}})))
-    }
-
-    fn encode_clear(&self) -> Option<Outbound> {
-        self.session.stream_id()?;
-        Some(json_text(&json!({"event": "clear"})))
-    }
+/// The message a server sends for `what` (Telnyx needs no stream id).
+pub(crate) fn encode(what: Encode<'_>) -> Outbound {
+    json_text(&match what {
+        Encode::Media(audio) => json!({"event": "media", "media": {"payload": base64_of(audio)}}),
+        Encode::Mark(name) => json!({"event": "mark", "mark": {"name": name}}),
+        Encode::Clear => json!({"event": "clear"}),
+    })
 }
 
 #[cfg(test)]
@@ -179,8 +171,7 @@ mod tests {
     #[test]
     fn nothing_is_encoded_before_start() {
         let s = TelnyxStream::default();
-        assert!(s.encode_clear().is_none());
-        assert!(s.encode_media(&[0; 160]).is_none());
+        assert!(s.encoder().is_none());
     }
 
     #[test]

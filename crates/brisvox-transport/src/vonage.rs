@@ -24,8 +24,9 @@ use serde_json::{Map, Value, json};
 
 use crate::AudioCodec;
 use crate::carrier::{
-    Carrier, MediaStream, Outbound, StreamError, StreamEvent, StreamStart, WireFormat, json_text,
-    parse_digit, parse_message, session_stream, session_stream_methods, truncate, unknown_event,
+    Carrier, Encode, MediaStream, Outbound, StreamError, StreamEvent, StreamStart, WireFormat,
+    json_text, parse_digit, parse_message, session_stream, session_stream_methods, truncate,
+    unknown_event,
 };
 use crate::fields::{self, Object};
 
@@ -136,22 +137,14 @@ impl MediaStream for VonageStream {
         self.session.check_streaming("audio", None)?;
         Ok(self.session.push_binary(bytes, true)?.into())
     }
+}
 
-    fn encode_media(&self, audio: &[u8]) -> Option<Outbound> {
-        self.session.stream_id()?;
-        Some(Outbound::Binary(audio.to_vec()))
-    }
-
-    fn encode_mark(&self, name: &str) -> Option<Outbound> {
-        self.session.stream_id()?;
-        Some(json_text(
-            &json!({"action": "notify", "payload": {"name": name}}),
-        ))
-    }
-
-    fn encode_clear(&self) -> Option<Outbound> {
-        self.session.stream_id()?;
-        Some(json_text(&json!({"action": "clear"})))
+/// The message a server sends for `what`: audio as binary, commands as JSON.
+pub(crate) fn encode(what: Encode<'_>) -> Outbound {
+    match what {
+        Encode::Media(audio) => Outbound::Binary(audio.to_vec()),
+        Encode::Mark(name) => json_text(&json!({"action": "notify", "payload": {"name": name}})),
+        Encode::Clear => json_text(&json!({"action": "clear"})),
     }
 }
 

@@ -103,11 +103,11 @@ proptest! {
         digit in proptest::sample::select(vec!['0', '5', '9', '*', '#', 'A', 'D']),
     ) {
         let (mut stream, mut emu) = started(carrier, format);
-        let played = emu.parse_command(&stream.encode_media(&audio).unwrap()).unwrap();
+        let played = emu.parse_command(&stream.encoder().unwrap().media(&audio)).unwrap();
         prop_assert_eq!(played, ServerCommand::Play(audio));
-        let mark = emu.parse_command(&stream.encode_mark(&name).unwrap()).unwrap();
+        let mark = emu.parse_command(&stream.encoder().unwrap().mark(&name)).unwrap();
         prop_assert_eq!(mark, ServerCommand::Mark(name.clone()));
-        prop_assert_eq!(emu.parse_command(&stream.encode_clear().unwrap()).unwrap(), ServerCommand::Clear);
+        prop_assert_eq!(emu.parse_command(&stream.encoder().unwrap().clear()).unwrap(), ServerCommand::Clear);
         prop_assert_eq!(decode(stream.as_mut(), emu.mark_echo(&name)), StreamEvent::Mark { name });
         prop_assert_eq!(decode(stream.as_mut(), emu.dtmf(digit)), StreamEvent::Dtmf { digit });
         if let Some(cleared) = emu.cleared() {

@@ -142,7 +142,7 @@ fn plivo_checkpoint_and_its_echo() {
         "20170ada-f610-433b-8758-c02a2aab3662",
     );
     s.decode_text(&start).unwrap();
-    let Some(Outbound::Text(sent)) = s.encode_mark("customer greeting audio") else {
+    let Outbound::Text(sent) = s.encoder().unwrap().mark("customer greeting audio") else {
         panic!("no checkpoint")
     };
     let sent: Value = serde_json::from_str(&sent).unwrap();

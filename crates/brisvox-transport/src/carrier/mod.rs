@@ -42,11 +42,6 @@ macro_rules! session_stream {
                 }
             }
 
-            /// The carrier's id of the stream, once started.
-            pub fn stream_id(&self) -> Option<&str> {
-                self.session.stream_id()
-            }
-
             /// The bytes of the last audio payload.
             pub fn last_payload(&self) -> &[u8] {
                 self.session.last_payload()
@@ -70,6 +65,10 @@ macro_rules! session_stream_methods {
 
         fn format(&self) -> Option<$crate::carrier::WireFormat> {
             self.session.format()
+        }
+
+        fn stream_id(&self) -> Option<&str> {
+            self.session.stream_id()
         }
     };
 }
@@ -271,17 +270,79 @@ pub trait MediaStream {
     /// The stream's audio format, once started.
     fn format(&self) -> Option<WireFormat>;
 
-    /// A message that plays `audio` (whole frames in the stream's format);
-    /// `None` before the stream started.
-    fn encode_media(&self, audio: &[u8]) -> Option<Outbound>;
+    /// The carrier's id of the stream, once started.
+    fn stream_id(&self) -> Option<&str>;
 
-    /// A message asking the carrier to say when the audio sent so far has
-    /// played, naming it `name`; `None` before the stream started.
-    fn encode_mark(&self, name: &str) -> Option<Outbound>;
+    /// The encoder of the messages a server sends on this stream, once
+    /// started. It owns what it needs, so a writer task can keep it while the
+    /// reader goes on decoding.
+    fn encoder(&self) -> Option<CarrierEncoder> {
+        Some(CarrierEncoder {
+            carrier: self.carrier(),
+            stream_id: self.stream_id()?.to_owned(),
+            format: self.format()?,
+        })
+    }
+}
 
-    /// A message dropping every queued, unplayed audio; `None` before the
-    /// stream started.
-    fn encode_clear(&self) -> Option<Outbound>;
+/// What a server sends, before a carrier's encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Encode<'a> {
+    /// Audio to play (whole frames in the stream's format).
+    Media(&'a [u8]),
+    /// A mark named so.
+    Mark(&'a str),
+    /// Drop all queued audio.
+    Clear,
+}
+
+/// The messages a server sends on one started stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CarrierEncoder {
+    carrier: Carrier,
+    stream_id: String,
+    format: WireFormat,
+}
+
+impl CarrierEncoder {
+    /// The carrier.
+    pub fn carrier(&self) -> Carrier {
+        self.carrier
+    }
+
+    /// The stream's audio format.
+    pub fn format(&self) -> WireFormat {
+        self.format
+    }
+
+    /// A message that plays `audio` (whole frames in the stream's format;
+    /// Vonage wants exactly one 20 ms frame per message).
+    pub fn media(&self, audio: &[u8]) -> Outbound {
+        self.encode(Encode::Media(audio))
+    }
+
+    /// A message asking the carrier to echo `name` once the audio sent so far
+    /// has played (Twilio, Telnyx, Exotel `mark`; Plivo `checkpoint`; Vonage
+    /// `notify`).
+    pub fn mark(&self, name: &str) -> Outbound {
+        self.encode(Encode::Mark(name))
+    }
+
+    /// A message dropping every queued, unplayed audio.
+    pub fn clear(&self) -> Outbound {
+        self.encode(Encode::Clear)
+    }
+
+    fn encode(&self, what: Encode<'_>) -> Outbound {
+        let id = self.stream_id.as_str();
+        match self.carrier {
+            Carrier::Twilio => crate::twilio::encode(what, id),
+            Carrier::Telnyx => crate::telnyx::encode(what),
+            Carrier::Plivo => crate::plivo::encode(what, id, self.format),
+            Carrier::Vonage => crate::vonage::encode(what),
+            Carrier::Exotel => crate::exotel::encode(what, id),
+        }
+    }
 }
 
 /// Why a carrier's message was refused.

@@ -69,6 +69,17 @@ struct OutMark<'a> {
     name: &'a str,
 }
 
+/// The message a server sends for `what` on the stream `stream_sid`.
+pub(crate) fn encode(what: crate::carrier::Encode<'_>, stream_sid: &str) -> crate::Outbound {
+    use crate::carrier::Encode;
+    let enc = TwilioEncoder::new(stream_sid);
+    crate::Outbound::Text(match what {
+        Encode::Media(audio) => enc.media(audio),
+        Encode::Mark(name) => enc.mark(name),
+        Encode::Clear => enc.clear(),
+    })
+}
+
 impl TwilioEncoder {
     /// An encoder for the stream `stream_sid` (from `start`).
     pub fn new(stream_sid: impl Into<String>) -> Self {

@@ -1,18 +1,15 @@
 //! [`TwilioStream`]: Twilio Media Streams behind the carrier-neutral
 //! [`MediaStream`] interface, so a route drives Twilio like every other carrier.
 
-use crate::carrier::{
-    Carrier, MediaStream, Outbound, StreamError, StreamEvent, StreamStart, WireFormat,
-};
+use crate::carrier::{Carrier, MediaStream, StreamError, StreamEvent, StreamStart, WireFormat};
 
-use super::{TwilioDecoder, TwilioEncoder, TwilioEvent};
+use super::{TwilioDecoder, TwilioEvent};
 
-/// One Twilio stream: [`TwilioDecoder`] plus the [`TwilioEncoder`] of the
-/// stream it started.
+/// One Twilio stream: a [`TwilioDecoder`] and what its `start` said.
 #[derive(Debug, Default)]
 pub struct TwilioStream {
     decoder: TwilioDecoder,
-    encoder: Option<TwilioEncoder>,
+    started: bool,
 }
 
 impl TwilioStream {
@@ -20,20 +17,15 @@ impl TwilioStream {
     pub fn new(decoder: TwilioDecoder) -> Self {
         Self {
             decoder,
-            encoder: None,
+            started: false,
         }
-    }
-
-    /// The stream's `streamSid`, once started.
-    pub fn stream_sid(&self) -> Option<&str> {
-        self.decoder.stream_sid()
     }
 
     fn translate(&mut self, ev: TwilioEvent) -> StreamEvent {
         match ev {
             TwilioEvent::Connected { .. } => StreamEvent::Connected,
             TwilioEvent::Start(start) => {
-                self.encoder = Some(TwilioEncoder::new(&start.stream_sid));
+                self.started = true;
                 StreamEvent::Start(StreamStart {
                     carrier: Carrier::Twilio,
                     stream_id: start.stream_sid,
@@ -75,30 +67,23 @@ impl MediaStream for TwilioStream {
     }
 
     fn format(&self) -> Option<WireFormat> {
-        self.encoder.as_ref().map(|_| WireFormat::MULAW_8K)
+        self.started.then_some(WireFormat::MULAW_8K)
     }
 
-    fn encode_media(&self, audio: &[u8]) -> Option<Outbound> {
-        Some(Outbound::Text(self.encoder.as_ref()?.media(audio)))
-    }
-
-    fn encode_mark(&self, name: &str) -> Option<Outbound> {
-        Some(Outbound::Text(self.encoder.as_ref()?.mark(name)))
-    }
-
-    fn encode_clear(&self) -> Option<Outbound> {
-        Some(Outbound::Text(self.encoder.as_ref()?.clear()))
+    fn stream_id(&self) -> Option<&str> {
+        self.decoder.stream_sid()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Outbound;
 
     #[test]
     fn twilio_speaks_the_common_interface() {
         let mut s = TwilioStream::default();
-        assert!(s.encode_clear().is_none());
+        assert!(s.encoder().is_none());
         let start = r#"{"event":"start","start":{"streamSid":"MZ1","accountSid":"AC1","callSid":"CA1","tracks":["inbound"],"customParameters":{"token":"t"},"mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000,"channels":1}}}"#;
         let StreamEvent::Start(st) = s.decode_text(start).unwrap() else {
             panic!("not a start")
@@ -106,7 +91,7 @@ mod tests {
         assert_eq!(st.call_id, "CA1");
         assert_eq!(st.parameters["token"], "t");
         assert_eq!(
-            s.encode_clear(),
+            s.encoder().map(|e| e.clear()),
             Some(Outbound::Text(
                 r#"{"event":"clear","streamSid":"MZ1"}"#.into()
             ))
