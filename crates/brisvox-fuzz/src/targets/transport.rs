@@ -128,13 +128,19 @@ fn take_frames(stream: &mut impl MediaStream, frames_ready: usize) {
 /// ids the carrier's start carried.
 fn check_replies(stream: &impl MediaStream) {
     let format = stream.format().expect("started");
+    let encoder = stream.encoder().expect("an encoder once started");
+    assert_eq!(
+        encoder.format(),
+        format,
+        "the encoder's format is the stream's"
+    );
     let audio = vec![0u8; format.frame_bytes()];
     let replies = [
-        stream.encode_mark("brisvox-mark-1"),
-        stream.encode_clear(),
-        stream.encode_media(&audio),
+        encoder.mark("brisvox-mark-1"),
+        encoder.clear(),
+        encoder.media(&audio),
     ];
-    for reply in replies.into_iter().flatten() {
+    for reply in replies {
         if let Outbound::Text(text) = reply {
             assert!(
                 serde_json::from_str::<serde_json::Value>(&text).is_ok(),

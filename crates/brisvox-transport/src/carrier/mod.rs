@@ -204,7 +204,7 @@ pub enum StreamEvent {
     /// The audio sent before the mark named `name` has played (or was
     /// cleared, for carriers that echo pending marks on a clear).
     Mark {
-        /// The name given to [`MediaStream::encode_mark`].
+        /// The name given to [`CarrierEncoder::mark`].
         name: String,
     },
     /// The carrier confirmed a clear.

@@ -11,7 +11,7 @@
 //!
 //! Driving (sans-IO, no clock): after sending audio call
 //! [`Playout::on_media_sent`]; to place a mark call [`Playout::next_mark`] and
-//! send [`crate::carrier::MediaStream::encode_mark`] with the returned name;
+//! send [`crate::carrier::CarrierEncoder::mark`] with the returned name;
 //! feed each echoed mark to [`Playout::handle_mark`]; on barge-in call
 //! [`Playout::on_clear`] and send the clear.
 
