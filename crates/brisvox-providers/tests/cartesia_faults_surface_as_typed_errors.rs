@@ -4,33 +4,41 @@
 
 mod support_vendors;
 
-use std::time::Duration;
-
 use brisvox_core::Epoch;
 use brisvox_providers::cartesia::{CartesiaConfig, CartesiaTts};
 use brisvox_providers::vendors::ApiKey;
 use brisvox_providers::{ContextId, ErrorKind, ProviderError, TtsConfig, TtsEvent, TtsProvider};
+use brisvox_testkit::{PATIENCE, eventually_async};
 use serde_json::json;
 use support_vendors::cartesia::{CartesiaScript, FakeCartesia};
 use support_vendors::ws::FakeWs;
 use support_vendors::{events_until_end, logs, next_event};
 
 const KEY: &str = "sk_car_SECRETKEY42";
+/// The timeout a test is about (connect or first audio), in ms.
+const SHORT_MS: u64 = 300;
+/// Every other timeout: generous, so a loaded machine is not mistaken for a
+/// silent vendor.
+const PATIENT_MS: u64 = 10_000;
 
 async fn fake(script: CartesiaScript) -> FakeWs {
     FakeWs::start(move || FakeCartesia::new(script.clone())).await
 }
 
-fn tts_at(url: String) -> CartesiaTts {
+fn tts_at(url: String, connect_ms: u64, first_audio_ms: u64) -> CartesiaTts {
     CartesiaTts::new(
         CartesiaConfig::new(ApiKey::new(KEY), "sonic-2", "voice-1")
             .with_url(url)
-            .with_timeouts(300, 300),
+            .with_timeouts(connect_ms, first_audio_ms),
     )
 }
 
+fn url(fake: &FakeWs) -> String {
+    format!("ws://{}/tts/websocket", fake.addr)
+}
+
 fn tts(fake: &FakeWs) -> CartesiaTts {
-    tts_at(format!("ws://{}/tts/websocket", fake.addr))
+    tts_at(url(fake), PATIENT_MS, PATIENT_MS)
 }
 
 fn ctx() -> ContextId {
@@ -64,7 +72,7 @@ async fn a_refused_connection_is_a_connect_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener);
-    let error = tts_at(format!("ws://{addr}/tts/websocket"))
+    let error = tts_at(format!("ws://{addr}/tts/websocket"), PATIENT_MS, PATIENT_MS)
         .connect(TtsConfig::default())
         .await
         .unwrap_err();
@@ -77,9 +85,10 @@ async fn a_handshake_that_never_completes_is_a_connect_timeout() {
     let addr = listener.local_addr().unwrap();
     let _held = tokio::spawn(async move {
         let (_tcp, _) = listener.accept().await.unwrap();
-        tokio::time::sleep(Duration::from_secs(30)).await;
+        // Holds the connection open and never answers the upgrade.
+        std::future::pending::<()>().await;
     });
-    let error = tts_at(format!("ws://{addr}/tts/websocket"))
+    let error = tts_at(format!("ws://{addr}/tts/websocket"), SHORT_MS, PATIENT_MS)
         .connect(TtsConfig::default())
         .await
         .unwrap_err();
@@ -169,7 +178,10 @@ async fn no_audio_in_time_fails_the_context_and_cancels_it() {
         ..Default::default()
     })
     .await;
-    let mut session = tts(&fake).connect(TtsConfig::default()).await.unwrap();
+    let mut session = tts_at(url(&fake), PATIENT_MS, SHORT_MS)
+        .connect(TtsConfig::default())
+        .await
+        .unwrap();
     session.sender().start_context(ctx()).await.unwrap();
     session.sender().send_text(ctx(), "Hi").await.unwrap();
     let events = events_until_end(&mut session).await;
@@ -183,6 +195,8 @@ async fn no_audio_in_time_fails_the_context_and_cancels_it() {
             }
         }]
     );
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(fake.received().iter().any(|m| m["cancel"] == json!(true)));
+    eventually_async(PATIENCE, "the cancel reached the server", || async {
+        fake.received().iter().any(|m| m["cancel"] == json!(true))
+    })
+    .await;
 }

@@ -8,20 +8,8 @@ use std::time::Duration;
 use brisvox_core::Epoch;
 use brisvox_providers::mock::{Fault, FaultPlan, MockStt, MockTts};
 use brisvox_providers::{ContextId, SttConfig, SttProvider, TtsConfig, TtsProvider};
+use brisvox_testkit::tasks::{alive_tasks, until_alive_tasks};
 use common::speech_frame;
-
-fn alive_tasks() -> usize {
-    tokio::runtime::Handle::current()
-        .metrics()
-        .num_alive_tasks()
-}
-
-async fn settle() {
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
-    tokio::time::sleep(Duration::from_millis(1)).await;
-}
 
 #[tokio::test(start_paused = true)]
 async fn stt_and_tts_tasks_end_with_their_sessions() {
@@ -51,20 +39,20 @@ async fn stt_and_tts_tasks_end_with_their_sessions() {
 
     // A final is now pending for 150 ms; the task must not wait for it.
     a.finalize().await.unwrap();
+    let dropped_at = tokio::time::Instant::now();
     drop(a);
-    settle().await;
-    assert_eq!(alive_tasks(), 2, "a dropped STT session ends at once");
+    until_alive_tasks(2, "a dropped STT session ends").await;
+    // On the paused clock: it ended at once, not when the final was due.
+    assert!(dropped_at.elapsed() < Duration::from_millis(150));
     b.close().await.unwrap();
     drop(b);
-    settle().await;
-    assert_eq!(alive_tasks(), 1, "a stalled STT session ends when closed");
+    until_alive_tasks(1, "a stalled STT session ends when closed").await;
     let (sender, events) = c.split();
     drop(events);
-    settle().await;
-    assert_eq!(
-        alive_tasks(),
+    until_alive_tasks(
         0,
-        "a TTS session whose events no one reads ends mid-response"
-    );
+        "a TTS session whose events no one reads ends mid-response",
+    )
+    .await;
     assert!(sender.is_closed());
 }

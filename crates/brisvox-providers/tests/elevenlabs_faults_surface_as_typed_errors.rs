@@ -4,37 +4,45 @@
 
 mod support_vendors;
 
-use std::time::Duration;
-
 use brisvox_core::Epoch;
 use brisvox_providers::elevenlabs::{ElevenLabsConfig, ElevenLabsTts};
 use brisvox_providers::vendors::ApiKey;
 use brisvox_providers::{ContextId, ErrorKind, ProviderError, TtsConfig, TtsEvent, TtsProvider};
+use brisvox_testkit::{PATIENCE, eventually_async};
 use serde_json::json;
 use support_vendors::elevenlabs::{ElevenLabsScript, FakeElevenLabs};
 use support_vendors::ws::FakeWs;
 use support_vendors::{events_until_end, logs, next_event};
 
 const KEY: &str = "sk_xi_SECRETKEY77";
+/// The first-audio timeout of the test about it, in ms.
+const SHORT_MS: u64 = 300;
+/// Every other timeout: generous, so a loaded machine is not mistaken for a
+/// silent vendor.
+const PATIENT_MS: u64 = 10_000;
 
 async fn fake(script: ElevenLabsScript) -> FakeWs {
     FakeWs::start(move || FakeElevenLabs::new(script.clone())).await
 }
 
-fn tts(fake: &FakeWs) -> ElevenLabsTts {
+fn tts_with(fake: &FakeWs, first_audio_ms: u64) -> ElevenLabsTts {
     ElevenLabsTts::new(
         ElevenLabsConfig::new(ApiKey::new(KEY), "eleven_flash_v2_5", "voice1")
             .with_base_url(format!("ws://{}", fake.addr))
-            .with_timeouts(300, 300),
+            .with_timeouts(PATIENT_MS, first_audio_ms),
     )
+}
+
+fn tts(fake: &FakeWs) -> ElevenLabsTts {
+    tts_with(fake, PATIENT_MS)
 }
 
 fn ctx(seq: u32) -> ContextId {
     ContextId::new(Epoch(1), seq)
 }
 
-async fn speak(fake: &FakeWs) -> Vec<TtsEvent> {
-    let mut session = tts(fake).connect(TtsConfig::default()).await.unwrap();
+async fn speak(tts: &ElevenLabsTts) -> Vec<TtsEvent> {
+    let mut session = tts.connect(TtsConfig::default()).await.unwrap();
     session.sender().start_context(ctx(0)).await.unwrap();
     session.sender().send_text(ctx(0), "Hi").await.unwrap();
     let mut events = events_until_end(&mut session).await;
@@ -80,7 +88,7 @@ async fn an_invalid_key_close_is_an_auth_error() {
         ..Default::default()
     })
     .await;
-    let events = speak(&fake).await;
+    let events = speak(&tts(&fake)).await;
     assert_eq!(
         session_error(&events),
         &ProviderError::Auth { status: None }
@@ -99,7 +107,7 @@ async fn a_garbage_message_is_a_protocol_error() {
         ..Default::default()
     })
     .await;
-    let events = speak(&fake).await;
+    let events = speak(&tts(&fake)).await;
     assert_eq!(
         session_error(&events),
         &ProviderError::protocol("malformed ElevenLabs message")
@@ -113,7 +121,7 @@ async fn a_drop_mid_stream_is_a_disconnect() {
         ..Default::default()
     })
     .await;
-    let events = speak(&fake).await;
+    let events = speak(&tts(&fake)).await;
     assert!(matches!(events[0], TtsEvent::Audio { .. }));
     let mut session_events = events;
     if !matches!(session_events.last(), Some(TtsEvent::Closed)) {
@@ -133,7 +141,7 @@ async fn no_audio_in_time_fails_the_context_and_closes_it() {
         ..Default::default()
     })
     .await;
-    let events = speak(&fake).await;
+    let events = speak(&tts_with(&fake, SHORT_MS)).await;
     assert_eq!(
         events,
         vec![TtsEvent::Error {
@@ -144,12 +152,12 @@ async fn no_audio_in_time_fails_the_context_and_closes_it() {
             }
         }]
     );
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert!(
+    eventually_async(PATIENCE, "the close_context reached the server", || async {
         fake.received()
             .iter()
             .any(|m| m["close_context"] == json!(true))
-    );
+    })
+    .await;
 }
 
 #[tokio::test]

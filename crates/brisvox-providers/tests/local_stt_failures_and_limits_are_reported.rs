@@ -7,10 +7,10 @@
 
 mod support_local_stt;
 
-use std::time::Duration;
-
 use brisvox_providers::local::{LocalStt, LocalSttError, LocalSttOptions};
 use brisvox_providers::{ErrorKind, SttConfig, SttEvent, SttProvider};
+use brisvox_testkit::tasks::{alive_tasks, until_alive_tasks};
+use brisvox_testkit::{PATIENCE, eventually_async};
 use support_local_stt::{FakeRecognizer, Reply, final_text, frame, next_event, send_frames};
 
 fn error_of(event: SttEvent) -> brisvox_providers::ProviderError {
@@ -102,6 +102,7 @@ async fn a_dropped_session_s_queued_utterances_are_skipped() {
     let (fake, release) = FakeRecognizer::gated();
     let stt = LocalStt::new(fake.clone(), LocalSttOptions::default()).unwrap();
     let (sender_a, mut events_a) = stt.connect(SttConfig::default()).await.unwrap().split();
+    let without_b = alive_tasks();
     let (sender_b, events_b) = stt.connect(SttConfig::default()).await.unwrap().split();
     send_frames(&sender_a, 5, &frame(16_000, 100)).await;
     sender_a.finalize().await.unwrap();
@@ -109,23 +110,22 @@ async fn a_dropped_session_s_queued_utterances_are_skipped() {
     send_frames(&sender_b, 5, &frame(16_000, 100)).await;
     sender_b.finalize().await.unwrap();
     // The session counts the utterance and queues its job in one step.
-    while stt.stats().utterances < 2 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    eventually_async(PATIENCE, "B's utterance is queued", || async {
+        stt.stats().utterances == 2
+    })
+    .await;
     drop(events_b); // the call ends
     drop(sender_b);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // B's session task ends, which closes its queued job's reply channel.
+    until_alive_tasks(without_b, "B's session task ends").await;
     release.send(()).unwrap();
     let _ = release.send(());
     assert_eq!(final_text(next_event(&mut events_a).await), "utterance 1");
-    // Give the thread time to reach B's job and skip it.
-    for _ in 0..100 {
-        if stt.stats().skipped == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(stt.stats().skipped, 1);
+    // The thread reaches B's job and skips it.
+    eventually_async(PATIENCE, "B's job is skipped", || async {
+        stt.stats().skipped == 1
+    })
+    .await;
     assert_eq!(fake.calls().len(), 1);
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use brisvox_core::Epoch;
 use brisvox_providers::local::{EspeakConfig, EspeakTts};
 use brisvox_providers::{ContextId, ErrorKind, TtsConfig, TtsEvent, TtsProvider, TtsSession};
+use brisvox_testkit::{PATIENCE, eventually_async};
 
 fn espeak_or_skip(test: &str) -> Option<EspeakTts> {
     let tts = EspeakTts::new(EspeakConfig::default());
@@ -121,11 +122,10 @@ async fn cancel_kills_the_running_process_and_the_next_context_speaks() {
     tx.send_text(long, "And then some more.").await.unwrap();
     tx.flush(long).await.unwrap();
     // Wait until the process runs, then barge in.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while tts.stats().processes_started == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "no process started");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    eventually_async(PATIENCE, "a process started", || async {
+        tts.stats().processes_started > 0
+    })
+    .await;
     tx.cancel(long);
     let next = ContextId::new(Epoch(2), 0);
     let (audio, _) = speak(&mut session, next, &["Yes?"]).await;
@@ -163,11 +163,10 @@ async fn close_stops_the_running_process_and_ends_the_session() {
     let story = "Another long sentence that keeps the program busy. ".repeat(300);
     tx.send_text(ctx, story).await.unwrap();
     tx.flush(ctx).await.unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while tts.stats().processes_started == 0 {
-        assert!(tokio::time::Instant::now() < deadline, "no process started");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    eventually_async(PATIENCE, "a process started", || async {
+        tts.stats().processes_started > 0
+    })
+    .await;
     tx.close().await.unwrap();
     let last = tokio::time::timeout(Duration::from_secs(5), async {
         let mut last = None;

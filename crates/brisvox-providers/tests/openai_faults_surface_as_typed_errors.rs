@@ -4,6 +4,7 @@
 
 mod support_vendors;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use brisvox_providers::openai_llm::{OpenAiLlm, OpenAiLlmConfig};
@@ -11,8 +12,10 @@ use brisvox_providers::vendors::ApiKey;
 use brisvox_providers::{
     ErrorKind, LlmEvent, LlmProvider, LlmRequest, LlmStream, Message, ProviderError,
 };
+use brisvox_testkit::{PATIENCE, eventually_async};
 use serde_json::json;
 use support_vendors::openai::{FakeOpenAi, Reply, Step, text_chunk};
+use tokio::sync::Notify;
 
 fn config(base_url: String) -> OpenAiLlmConfig {
     OpenAiLlmConfig::new(ApiKey::new("k"), "gpt-test")
@@ -94,11 +97,10 @@ async fn no_first_token_in_time_is_a_timeout() {
             after_ms: 300
         }
     );
+    // Not before the timeout (a lower bound holds on any machine; the error
+    // above says which timeout it was).
     let took = start.elapsed();
-    assert!(
-        took >= Duration::from_millis(300) && took < Duration::from_millis(1_500),
-        "{took:?}"
-    );
+    assert!(took >= Duration::from_millis(300), "{took:?}");
 }
 
 #[tokio::test]
@@ -107,8 +109,8 @@ async fn keep_alive_comments_do_not_count_as_a_first_token() {
         Step::Raw(": OPENROUTER PROCESSING\n\n".into()),
         Step::Delay(150),
         Step::Raw(": OPENROUTER PROCESSING\n\n".into()),
-        Step::Delay(1_000),
-        text_chunk("late"),
+        Step::Gate(Arc::new(Notify::new())),
+        text_chunk("never"),
     ])])
     .await;
     let llm = OpenAiLlm::new(config(fake.base_url()).with_timeouts(300, 1_000));
@@ -121,11 +123,11 @@ async fn keep_alive_comments_do_not_count_as_a_first_token() {
 async fn a_stall_after_the_first_token_is_a_chunk_timeout() {
     let fake = FakeOpenAi::start(vec![Reply::Stream(vec![
         text_chunk("a"),
-        Step::Delay(2_000),
+        Step::Gate(Arc::new(Notify::new())),
         text_chunk("b"),
     ])])
     .await;
-    let llm = OpenAiLlm::new(config(fake.base_url()).with_timeouts(1_000, 200));
+    let llm = OpenAiLlm::new(config(fake.base_url()).with_timeouts(10_000, 200));
     let events = collect(llm.stream(ask())).await;
     assert_eq!(events[0], LlmEvent::TextDelta("a".into()));
     assert_eq!(
@@ -158,7 +160,7 @@ async fn a_refused_connection_is_a_connect_error_after_the_retries() {
 async fn cancel_drops_the_response_at_once() {
     let fake = FakeOpenAi::start(vec![Reply::Stream(vec![
         text_chunk("one"),
-        Step::Delay(5_000),
+        Step::Gate(Arc::new(Notify::new())),
         text_chunk("two"),
     ])])
     .await;
@@ -166,12 +168,8 @@ async fn cancel_drops_the_response_at_once() {
     assert_eq!(stream.next().await, Some(LlmEvent::TextDelta("one".into())));
     stream.cancel();
     assert_eq!(stream.next().await, None);
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while !fake.body_dropped() {
-        assert!(
-            Instant::now() < deadline,
-            "the server never saw the stream close"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually_async(PATIENCE, "the server sees the stream close", || async {
+        fake.body_dropped()
+    })
+    .await;
 }

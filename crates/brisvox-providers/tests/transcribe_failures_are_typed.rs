@@ -40,7 +40,9 @@ async fn every_failure_is_typed_and_the_session_goes_on() {
     let fake = FakeTranscribe::start().await;
     let mut options = OpenAiTranscribeOptions::default();
     options.base_url = fake.base_url.clone();
-    options.first_byte_timeout = Duration::from_millis(300);
+    // Long enough for every quick answer on a loaded machine; the slow one
+    // never comes in time.
+    options.first_byte_timeout = Duration::from_millis(2_000);
     let provider = OpenAiTranscribe::new(Some(KEY.into()), options);
     let (sender, mut events) = provider
         .connect(SttConfig::default())
@@ -73,10 +75,10 @@ async fn every_failure_is_typed_and_the_session_goes_on() {
             ProviderError::protocol("transcription answer without a text field"),
         ),
         (
-            Reply::Slow(Duration::from_secs(2), r#"{"text":"late"}"#.into()),
+            Reply::Slow(Duration::from_secs(60), r#"{"text":"late"}"#.into()),
             ProviderError::Timeout {
                 waiting_for: "transcription response",
-                after_ms: 300,
+                after_ms: 2_000,
             },
         ),
     ] {

@@ -24,7 +24,7 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 /// How long a test waits for something that should happen at once.
-pub const PATIENCE: Duration = Duration::from_secs(5);
+pub use brisvox_testkit::PATIENCE;
 
 /// Statuses (and `Retry-After` values) to refuse the next upgrades with.
 type Refusals = Arc<Mutex<VecDeque<(u16, Option<&'static str>)>>>;

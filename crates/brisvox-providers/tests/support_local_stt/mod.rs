@@ -85,15 +85,13 @@ impl FakeRecognizer {
         })
     }
 
-    /// Waits (real time, up to 10 s) until `n` calls have started.
+    /// Waits (real time, up to the test kit's `PATIENCE`) until `n` calls have started.
     pub async fn wait_entered(&self, n: usize) {
-        for _ in 0..1_000 {
-            if self.entered.load(Ordering::SeqCst) >= n {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the recognizer was not called {n} times within 10 s");
+        let what = format!("the recognizer called {n} times");
+        brisvox_testkit::eventually_async(brisvox_testkit::PATIENCE, what, || async {
+            self.entered.load(Ordering::SeqCst) >= n
+        })
+        .await;
     }
 
     pub fn calls(&self) -> Vec<Call> {

@@ -9,15 +9,13 @@ pub mod logs;
 pub mod openai;
 pub mod ws;
 
-use std::time::Duration;
-
 use brisvox_providers::{TtsEvent, TtsSession};
 
-/// The next event, failing the test after 3 s.
+/// The next event, failing the test after the test kit's `PATIENCE`.
 pub async fn next_event(session: &mut TtsSession) -> TtsEvent {
-    tokio::time::timeout(Duration::from_secs(3), session.recv())
+    tokio::time::timeout(brisvox_testkit::PATIENCE, session.recv())
         .await
-        .expect("no TTS event within 3 s")
+        .expect("no TTS event in time")
         .expect("session ended without Closed")
 }
 

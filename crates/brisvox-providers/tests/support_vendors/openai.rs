@@ -23,8 +23,11 @@ pub enum Step {
     Raw(String),
     /// `data: <json>\n\n`.
     Data(Value),
-    /// Waits.
+    /// Waits (ms): a slow server.
     Delay(u64),
+    /// Waits until the test opens the gate (`notify_one`): holds the rest of
+    /// the body back for as long as the test needs, with no clock involved.
+    Gate(Arc<tokio::sync::Notify>),
     /// Breaks the connection (the body fails: the client sees a reset).
     Abort,
 }
@@ -141,10 +144,7 @@ async fn completions(
     };
     match reply {
         Reply::Status(status, body, retry_after) => json_response(status, body, retry_after),
-        Reply::Hang => {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            json_response(500, Value::Null, None)
-        }
+        Reply::Hang => std::future::pending().await,
         Reply::Stream(steps) => sse_response(steps, inner.clone()),
     }
 }
@@ -196,6 +196,10 @@ fn sse_response(steps: Vec<Step>, inner: Arc<Inner>) -> Response {
             let bytes = match step {
                 Step::Delay(ms) => {
                     tokio::time::sleep(Duration::from_millis(ms)).await;
+                    continue;
+                }
+                Step::Gate(gate) => {
+                    gate.notified().await;
                     continue;
                 }
                 Step::Raw(s) => s,
