@@ -10,11 +10,16 @@ use std::time::Duration;
 use brisvox_core::AudioFrame;
 use brisvox_server::handler::{CallFuture, CallHandler, CallInput, CallOutput, CallStart};
 use common::{Seen, send_text};
+use tokio::sync::Notify;
 
-/// Speaks 5 frames, waits until they are surely written, speaks 3 more and
-/// clears at once (those 3 may still be queued: they must then be dropped),
-/// speaks 2 frames of the next answer, then waits for the caller to go.
-struct SpeakThenClear;
+/// Speaks 5 frames, waits until the client has them (the test opens
+/// `written`), speaks 3 more and clears at once (those 3 may still be queued:
+/// they must then be dropped), speaks 2 frames of the next answer, then waits
+/// for the caller to go.
+#[derive(Default)]
+struct SpeakThenClear {
+    written: Arc<Notify>,
+}
 
 impl CallHandler for SpeakThenClear {
     fn run_call(
@@ -23,6 +28,7 @@ impl CallHandler for SpeakThenClear {
         mut input: CallInput,
         mut output: CallOutput,
     ) -> CallFuture {
+        let written = Arc::clone(&self.written);
         Box::pin(async move {
             let rate = start.output_sample_rate_hz;
             let tone =
@@ -30,7 +36,7 @@ impl CallHandler for SpeakThenClear {
             for _ in 0..5 {
                 output.send_frame(tone(1000)).await.unwrap();
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+            written.notified().await;
             for _ in 0..3 {
                 output.send_frame(tone(1000)).await.unwrap();
             }
@@ -46,18 +52,24 @@ impl CallHandler for SpeakThenClear {
 
 #[tokio::test]
 async fn clear_on_the_brisvox_protocol() {
-    let srv = common::server_with("", Arc::new(SpeakThenClear)).await;
+    let handler = Arc::new(SpeakThenClear::default());
+    let srv = common::server_with("", handler.clone()).await;
     let mut ws = common::connect(srv.local_addr(), "/call").await;
     send_text(&mut ws, common::START_PCM16).await;
     assert_eq!(common::next_event(&mut ws).await["type"], "started");
     let mut seen = Vec::new();
     while seen.iter().filter(|s| **s == "-").count() < 2 {
         match common::next(&mut ws).await {
-            Seen::Audio(a) => seen.push(if i16::from_le_bytes([a[0], a[1]]) > 0 {
-                "+"
-            } else {
-                "-"
-            }),
+            Seen::Audio(a) => {
+                seen.push(if i16::from_le_bytes([a[0], a[1]]) > 0 {
+                    "+"
+                } else {
+                    "-"
+                });
+                if seen == ["+"; 5] {
+                    handler.written.notify_one();
+                }
+            }
             Seen::Event(e) => seen.push(if e["type"] == "clear" { "clear" } else { "?" }),
             Seen::Closed(c) => panic!("closed {c:?} after {seen:?}"),
         }
@@ -81,7 +93,8 @@ async fn clear_on_the_brisvox_protocol() {
 
 #[tokio::test]
 async fn clear_on_twilio() {
-    let srv = common::server_with("", Arc::new(SpeakThenClear)).await;
+    let handler = Arc::new(SpeakThenClear::default());
+    let srv = common::server_with("", handler.clone()).await;
     let mut ws = common::connect(srv.local_addr(), "/twilio").await;
     let doc: serde_json::Value = serde_json::from_str(include_str!(
         "../../brisvox-transport/tests/fixtures/twilio_session.json"
@@ -95,6 +108,9 @@ async fn clear_on_twilio() {
             panic!("text only")
         };
         kinds.push(ev["event"].as_str().unwrap().to_owned());
+        if ev["event"] == "media" && kinds.iter().filter(|k| *k == "media").count() == 5 {
+            handler.written.notify_one();
+        }
     }
     assert!(
         kinds.iter().filter(|k| *k == "media").count() == 5,

@@ -3,6 +3,7 @@
 
 mod common;
 
+use brisvox_testkit::eventually_async;
 use common::{START_PCM16, send_binary, send_text};
 
 #[tokio::test]
@@ -20,14 +21,10 @@ async fn dropped_socket_mid_call() {
         send_binary(&mut ws, vec![7; 1000]).await;
         drop(ws); // TCP closed without a websocket close
         // The single slot comes back, so the next iteration is admitted.
-        let deadline = tokio::time::Instant::now() + common::WAIT;
-        while common::get(addr, "/readyz").await.0 != 200 {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the slot was never freed"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        eventually_async(common::WAIT, "the slot is freed", || async {
+            common::get(addr, "/readyz").await.0 == 200
+        })
+        .await;
     }
     common::wait_metric(addr, "brisvox_calls_total{outcome=\"disconnected\"} 3").await;
     srv.drain(std::time::Duration::from_secs(1)).await;

@@ -68,10 +68,9 @@ async fn max_call_duration() {
         "{events:?}"
     );
     assert_eq!(code, Some(1000));
+    // Not before the limit (a lower bound holds on any machine; the reason
+    // above says why it ended).
     let took = t0.elapsed();
-    assert!(
-        took >= Duration::from_millis(950) && took < Duration::from_secs(5),
-        "{took:?}"
-    );
+    assert!(took >= Duration::from_secs(1), "{took:?}");
     srv.drain(Duration::from_millis(100)).await;
 }

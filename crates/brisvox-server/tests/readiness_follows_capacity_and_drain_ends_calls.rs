@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use brisvox_server::handler::EchoCallHandler;
+use brisvox_testkit::eventually_some_async;
 use common::send_text;
 
 #[tokio::test]
@@ -58,10 +59,13 @@ async fn full_then_draining() {
 #[tokio::test]
 async fn a_drain_with_no_calls_is_immediate() {
     let srv = common::server().await;
+    let grace = Duration::from_secs(60);
     let t0 = tokio::time::Instant::now();
-    let report = srv.drain(Duration::from_secs(30)).await;
+    let report = srv.drain(grace).await;
     assert_eq!((report.calls_at_start, report.calls_ended), (0, 0));
-    assert!(t0.elapsed() < Duration::from_secs(5));
+    // It did not wait out the grace (a bound from the behaviour, not from the
+    // machine's speed).
+    assert!(t0.elapsed() < grace);
 }
 
 #[tokio::test]
@@ -105,19 +109,19 @@ async fn after_the_admitting_step_a_new_call_is_refused_as_draining() {
     };
     let drain = tokio::spawn(srv.drain_with(plan, std::future::pending()));
     common::eventually_get(addr, "/readyz", (503, "draining\n")).await;
-    let deadline = tokio::time::Instant::now() + common::WAIT;
-    let body = loop {
+    let body = eventually_some_async(common::WAIT, "a call is refused", || async {
         match tokio_tungstenite::connect_async(format!("ws://{addr}/call")).await {
             Err(tokio_tungstenite::tungstenite::Error::Http(r)) => {
                 assert_eq!(r.status().as_u16(), 503);
-                break serde_json::from_slice::<serde_json::Value>(r.body().as_deref().unwrap())
-                    .unwrap();
+                let body = r.body().as_deref().unwrap();
+                Some(serde_json::from_slice::<serde_json::Value>(body).unwrap())
             }
             // The admitting step (zero long) has not ended on the server yet.
-            Ok(_) => assert!(tokio::time::Instant::now() < deadline, "never refused"),
+            Ok(_) => None,
             Err(e) => panic!("{e}"),
         }
-    };
+    })
+    .await;
     assert_eq!(body["code"], "server_draining");
     send_text(&mut running, r#"{"type":"end"}"#).await;
     let report = tokio::time::timeout(common::WAIT, drain)

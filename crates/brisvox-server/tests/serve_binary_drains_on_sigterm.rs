@@ -4,18 +4,31 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
+
+use brisvox_testkit::{PATIENCE, eventually_some};
+
+/// Kills the server if the test fails before it exits.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 #[tokio::test]
 async fn serve_then_sigterm() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_brisvox"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--log-format", "json"])
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut child = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_brisvox"))
+            .args(["serve", "--bind", "127.0.0.1:0", "--log-format", "json"])
+            .env("RUST_LOG", "info")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = BufReader::new(child.0.stderr.take().unwrap()).lines();
     let mut seen = Vec::new();
     let addr: std::net::SocketAddr = loop {
         let line = lines
@@ -41,21 +54,13 @@ async fn serve_then_sigterm() {
     assert_eq!(common::get(addr, "/healthz").await.0, 200);
 
     let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &child.0.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let exit = loop {
-        if let Some(exit) = child.try_wait().unwrap() {
-            break exit;
-        }
-        if Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("brisvox serve did not exit after SIGTERM");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let exit = eventually_some(PATIENCE, "brisvox serve exits after SIGTERM", || {
+        child.0.try_wait().unwrap()
+    });
     assert!(exit.success(), "{exit:?}");
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(rest.iter().any(|l| l.contains("drained")), "{rest:?}");

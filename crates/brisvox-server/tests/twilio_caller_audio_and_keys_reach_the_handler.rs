@@ -64,7 +64,6 @@ async fn audio_keys_and_parameters() {
     .unwrap();
     for m in doc["messages"].as_array().unwrap() {
         common::send_text(&mut ws, &m.to_string()).await;
-        tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let (_, code) = common::until_close(&mut ws).await;
     assert_eq!(code, Some(1000));

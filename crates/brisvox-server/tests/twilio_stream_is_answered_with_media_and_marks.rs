@@ -49,7 +49,6 @@ async fn fixture_stream_round_trip() {
         "a mark follows every {} frames",
         brisvox_server::MARK_EVERY_FRAMES
     );
-    tokio::time::sleep(Duration::from_millis(50)).await;
     send_text(&mut ws, &stop[0].to_string()).await;
     let (_, code) = common::until_close(&mut ws).await;
     assert_eq!(code, Some(1000));

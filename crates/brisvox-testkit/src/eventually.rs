@@ -96,6 +96,22 @@ where
     }
 }
 
+/// A `what` written only when the wait fails, so it can show the last state
+/// the predicate saw (kept in a `Cell` or `RefCell` the predicate writes):
+/// `eventually(PATIENCE, later(|| format!("last: {:?}", last.borrow())), ...)`.
+pub fn later<F: Fn() -> String>(describe: F) -> Later<F> {
+    Later(describe)
+}
+
+/// See [`later`].
+pub struct Later<F>(F);
+
+impl<F: Fn() -> String> Display for Later<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&(self.0)())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -145,6 +161,20 @@ mod tests {
         })
         .await;
         assert_eq!(got, 5);
+    }
+
+    #[test]
+    #[should_panic(expected = "last seen 7: still not so after")]
+    fn a_later_description_shows_the_last_state() {
+        let last = std::cell::Cell::new(0);
+        eventually(
+            Duration::from_millis(20),
+            later(|| format!("last seen {}", last.get())),
+            || {
+                last.set(7);
+                false
+            },
+        );
     }
 
     #[tokio::test(start_paused = true)]

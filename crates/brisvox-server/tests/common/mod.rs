@@ -1,6 +1,7 @@
 //! Shared helpers: an in-process server on 127.0.0.1:0 and small clients.
 #![allow(dead_code, unreachable_pub)]
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use brisvox_server::admission::NoPoolPressure;
 use brisvox_server::agent::AgentSettings;
 use brisvox_server::handler::{CallHandler, EchoCallHandler};
 use brisvox_server::serve::{RunningServer, ServerConfig, start};
+use brisvox_testkit::{eventually_async, eventually_some_async, later};
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_tungstenite::tungstenite::Message;
@@ -17,8 +19,8 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 pub type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-/// A bound on every wait in these tests.
-pub const WAIT: Duration = Duration::from_secs(10);
+/// A bound on every wait in these tests (the test kit's `PATIENCE`).
+pub const WAIT: Duration = brisvox_testkit::PATIENCE;
 
 pub const START_PCM16: &str =
     r#"{"type":"start","protocol_version":1,"codec":"pcm16","sample_rate":16000,"call_id":"t1"}"#;
@@ -68,18 +70,15 @@ pub async fn connect(addr: SocketAddr, path: &str) -> Ws {
 
 /// Polls GET `path` until it answers `want` (status, body); panics after [`WAIT`].
 pub async fn eventually_get(addr: SocketAddr, path: &str, want: (u16, &str)) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let (status, body) = get(addr, path).await;
-        if (status, body.as_str()) == want {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "GET {path}: {status} {body:?}, never {want:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let last = RefCell::new(None);
+    let what = later(|| format!("GET {path}: last {:?}, never {want:?}", last.borrow()));
+    eventually_async(WAIT, what, || async {
+        let got = get(addr, path).await;
+        let done = (got.0, got.1.as_str()) == want;
+        *last.borrow_mut() = Some(got);
+        done
+    })
+    .await;
 }
 
 /// Tries a websocket upgrade that the server must refuse; returns the HTTP
@@ -158,16 +157,13 @@ pub fn code(c: CloseCode) -> u16 {
 
 /// Polls `/metrics` until `needle` appears.
 pub async fn wait_metric(addr: SocketAddr, needle: &str) -> String {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
+    let last = RefCell::new(String::new());
+    let what = later(|| format!("{needle} never appeared in\n{}", last.borrow()));
+    eventually_some_async(WAIT, what, || async {
         let (_, body) = get(addr, "/metrics").await;
-        if body.contains(needle) {
-            return body;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{needle} never appeared in\n{body}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        let found = body.contains(needle).then(|| body.clone());
+        *last.borrow_mut() = body;
+        found
+    })
+    .await
 }
