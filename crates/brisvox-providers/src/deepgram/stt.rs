@@ -20,7 +20,10 @@
 //! ending the session: the engine keeps sending frames, which wait in the
 //! replay buffer, and the new socket is first fed the audio not yet covered by
 //! a final (so words in flight at the drop are transcribed), then a Finalize if
-//! one was pending.
+//! one was pending. A pending Finalize waits the long
+//! [`DeepgramSttOptions::finalize_timeout`] from the drop (the new socket's
+//! Deepgram has not ended any utterance: the short idle wait no longer
+//! applies), and its wait starts again when it is re-sent.
 //!
 //! The replay buffer holds the audio sent since the end of the last final,
 //! at most [`DeepgramSttOptions::reconnect_buffer_ms`]. Overflow policy: drop
@@ -637,6 +640,12 @@ impl ListenTask {
     async fn link_lost(&mut self, error: ProviderError) -> Flow {
         self.link = Link::Down;
         self.first_result_deadline = None;
+        // The next socket has ended no utterance: a pending Finalize waits the
+        // long wait (its audio is replayed), counted from the drop.
+        self.endpointed = false;
+        if self.pending_finalizes > 0 {
+            self.finalize_deadline = Some(Instant::now() + self.options.finalize_timeout);
+        }
         self.attempts += 1;
         if self.attempts > self.options.reconnect_attempts {
             return self.fail(error).await;
@@ -676,6 +685,8 @@ impl ListenTask {
             }
         }
         if self.pending_finalizes > 0 {
+            // Its reply comes from this socket: the wait starts now.
+            self.finalize_deadline = Some(Instant::now() + self.finalize_wait());
             return self.send(Message::text(protocol::FINALIZE)).await;
         }
         Flow::Continue
