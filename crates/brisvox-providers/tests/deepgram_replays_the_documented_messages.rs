@@ -5,12 +5,13 @@
 //! Metadata. After Deepgram's endpointing ended the utterance a Finalize may
 //! get no `from_finalize` reply ("not guaranteed if there is no significant
 //! amount of audio data to process"): the adapter answers it itself after the
-//! short idle wait, not the 1.5 s one.
+//! short idle wait, not the long one (set to a minute here, so a wait for it
+//! would outlast the test's patience: no wall-clock bound needed).
 
 mod support_deepgram;
 mod support_fixtures;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use brisvox_providers::deepgram::{DeepgramStt, DeepgramSttOptions};
 use brisvox_providers::{SttConfig, SttEvent, SttProvider, WordTiming};
@@ -41,6 +42,7 @@ async fn the_documented_exchange_in_order() {
     let mut options = DeepgramSttOptions::default();
     options.url = format!("{}/v1/listen", fake.base);
     options.keepalive_interval = Duration::from_millis(200);
+    options.finalize_timeout = Duration::from_secs(60);
     options.keyterms = vec!["brisvox".into(), "Smart Turn".into()];
     let stt = DeepgramStt::new("dg-key", options);
     let (sender, mut events) = stt.connect(SttConfig::default()).await.unwrap().split();
@@ -73,12 +75,12 @@ async fn the_documented_exchange_in_order() {
 
     // Deepgram's endpointing ended the utterance: the Finalize goes out as
     // documented and, unanswered, is answered empty after the idle wait.
-    let asked = Instant::now();
     sender.finalize().await.unwrap();
     assert_eq!(
         next_text(&mut conn).await,
         support_fixtures::json("deepgram", "finalize_request.json")
     );
+    // Within PATIENCE, so after the short idle wait, not the minute-long one.
     assert_eq!(
         next(&mut events).await,
         SttEvent::Final {
@@ -86,11 +88,6 @@ async fn the_documented_exchange_in_order() {
             confidence: None,
             from_finalize: true
         }
-    );
-    assert!(
-        asked.elapsed() < Duration::from_millis(1_200),
-        "{:?}",
-        asked.elapsed()
     );
 
     // Idle: the documented KeepAlive.
