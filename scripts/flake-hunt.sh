@@ -53,7 +53,7 @@ stop_burner() {
 trap stop_burner EXIT
 
 echo "flake-hunt: building the test binaries once" >&2
-cargo test --workspace --locked --no-run --message-format=json 2>"$logs/build.err" \
+cargo test --workspace --locked --no-run --message-format=json-render-diagnostics 2>"$logs/build.err" \
   | jq -r 'select(.reason == "compiler-artifact" and .executable != null and .profile.test == true)
            | [.executable, (.manifest_path | sub("/Cargo.toml$"; "")), .target.name] | @tsv' \
   | sort -u | awk -F'\t' -v only="${ONLY:-}" 'only == "" || $3 ~ only' >"$logs/binaries.tsv" \
