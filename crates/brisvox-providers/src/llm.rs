@@ -266,6 +266,13 @@ pub trait LlmProvider: Send + Sync {
     /// Starts a completion. Connection and request errors arrive as the stream's
     /// first event ([`LlmEvent::Error`]), so this never waits.
     fn stream(&self, request: LlmRequest) -> LlmStream;
+
+    /// Prepares for the first request (opens the connection), so the first
+    /// turn does not pay for it. The engine calls it at call start and does
+    /// not wait for it; the default does nothing.
+    fn warm_up(&self) -> crate::BoxFuture<'_, Result<(), ProviderError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 /// The boxed event stream inside an [`LlmStream`].

@@ -390,6 +390,10 @@ impl OpenAiLlm {
 }
 
 impl LlmProvider for OpenAiLlm {
+    fn warm_up(&self) -> crate::BoxFuture<'_, Result<(), ProviderError>> {
+        Box::pin(OpenAiLlm::warm_up(self))
+    }
+
     fn stream(&self, request: LlmRequest) -> LlmStream {
         let body = match serde_json::to_vec(&build_body(&self.config, &request)) {
             Ok(body) => body,

@@ -34,7 +34,8 @@ async fn cancel_ends_the_stream_and_counts_it() {
             started: 1,
             completed: 0,
             failed: 0,
-            cancelled: 1
+            cancelled: 1,
+            warm_ups: 0,
         }
     );
 }
@@ -57,7 +58,8 @@ async fn dropping_a_stream_while_it_waits_for_the_first_token_cancels_it() {
             started: 2,
             completed: 1,
             failed: 0,
-            cancelled: 1
+            cancelled: 1,
+            warm_ups: 0,
         }
     );
 }

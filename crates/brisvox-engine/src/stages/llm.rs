@@ -162,7 +162,13 @@ impl LlmStage {
     }
 
     /// Serves responses until the call shuts down; returns what it counted.
+    /// The provider's connection is warmed at once, without waiting for it
+    /// (a failed warm-up only means the first request opens the connection).
     pub(crate) async fn run(mut self) -> LlmReport {
+        let provider = Arc::clone(&self.provider);
+        let warm_up = tokio::spawn(async move {
+            let _ = provider.warm_up().await;
+        });
         loop {
             let (epoch, deadline, filler_at) = match &self.active {
                 Some(a) => (Some(a.epoch), a.deadline, a.filler_at),
@@ -189,6 +195,7 @@ impl LlmStage {
         {
             stream.cancel();
         }
+        warm_up.abort();
         LlmReport {
             usage: self.usage,
             tools: self.tools.counters(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{DetRng, Fault, FaultPlan, Latency, streams, wait_until};
-use crate::{LlmEvent, LlmProvider, LlmRequest, LlmStream, ProviderError};
+use crate::{BoxFuture, LlmEvent, LlmProvider, LlmRequest, LlmStream, ProviderError};
 
 /// How many past requests [`MockLlm::requests`] keeps (oldest dropped first).
 pub const LLM_HISTORY_CAPACITY: usize = 64;
@@ -114,6 +114,8 @@ pub struct LlmStats {
     pub failed: u64,
     /// Requests dropped or cancelled before their end.
     pub cancelled: u64,
+    /// [`LlmProvider::warm_up`] calls.
+    pub warm_ups: u64,
 }
 
 #[derive(Default)]
@@ -122,6 +124,7 @@ struct Counters {
     completed: AtomicU64,
     failed: AtomicU64,
     cancelled: AtomicU64,
+    warm_ups: AtomicU64,
 }
 
 #[derive(Default)]
@@ -204,6 +207,7 @@ impl MockLlm {
             completed: c.completed.load(Ordering::Relaxed),
             failed: c.failed.load(Ordering::Relaxed),
             cancelled: c.cancelled.load(Ordering::Relaxed),
+            warm_ups: c.warm_ups.load(Ordering::Relaxed),
         }
     }
 
@@ -250,6 +254,11 @@ impl Default for MockLlm {
 }
 
 impl LlmProvider for MockLlm {
+    fn warm_up(&self) -> BoxFuture<'_, Result<(), ProviderError>> {
+        self.inner.counters.warm_ups.fetch_add(1, Ordering::Relaxed);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     fn stream(&self, request: LlmRequest) -> LlmStream {
         let index = self.inner.counters.started.fetch_add(1, Ordering::Relaxed);
         let config = lock(&self.inner.config).clone();
