@@ -43,6 +43,15 @@ pub enum FramerError {
     /// The resampler for this rate pair could not be built.
     #[error("no resampler for this rate")]
     Resampler(#[from] ResamplerError),
+    /// A resampler handed to [`OutputFramer::switch_input`] outputs at
+    /// another rate than the framer's.
+    #[error("the resampler outputs {actual_hz} Hz; the framer's rate is {expected_hz} Hz")]
+    OutputRateMismatch {
+        /// The framer's output rate.
+        expected_hz: u32,
+        /// The resampler's.
+        actual_hz: u32,
+    },
 }
 
 /// Resamples TTS chunks to the transport rate and cuts them into frames.
@@ -113,14 +122,35 @@ impl OutputFramer {
         &self.resampler
     }
 
+    /// The TTS rate the framer takes without building a resampler, in Hz.
+    pub fn in_rate_hz(&self) -> u32 {
+        self.resampler.in_rate_hz()
+    }
+
+    /// Switches to TTS audio at `next`'s input rate: drains the old
+    /// resampler's tail into the frames, then uses `next` (which must output
+    /// at [`out_rate_hz`](Self::out_rate_hz)). Build `next` off the async
+    /// workers: that is the expensive part of a rate change.
+    pub fn switch_input(&mut self, next: StreamResampler) -> Result<(), FramerError> {
+        if next.out_rate_hz() != self.out_rate_hz {
+            return Err(FramerError::OutputRateMismatch {
+                expected_hz: self.out_rate_hz,
+                actual_hz: next.out_rate_hz(),
+            });
+        }
+        self.compact();
+        self.resampler.flush(&mut self.pending);
+        self.resampler = next;
+        Ok(())
+    }
+
     /// Adds a TTS chunk at `rate_hz`. A rate different from the previous
-    /// chunk's drains the old resampler's tail first and builds a new one.
+    /// chunk's drains the old resampler's tail first and builds a new one
+    /// inline (see [`switch_input`](Self::switch_input) to build it elsewhere).
     pub fn push(&mut self, samples: &[i16], rate_hz: u32) -> Result<(), FramerError> {
         if rate_hz != self.resampler.in_rate_hz() {
             let next = StreamResampler::new(rate_hz, self.out_rate_hz)?;
-            self.compact();
-            self.resampler.flush(&mut self.pending);
-            self.resampler = next;
+            self.switch_input(next)?;
         }
         self.compact();
         self.resampler.process_into(samples, &mut self.pending);

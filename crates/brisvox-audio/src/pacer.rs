@@ -9,7 +9,7 @@
 //!    `handle_interrupt`), then
 //! 2. call [`poll`](OutputPacer::poll) until it returns
 //!    [`PacerOutput::WaitUntil`] or [`PacerOutput::Idle`]: push each
-//!    [`PacerOutput::Release`]d frame downstream and call
+//!    [`PacerOutput::Release`]d frame (with its epoch) downstream and call
 //!    [`handle_sent`](OutputPacer::handle_sent) when that push returns; forward
 //!    each [`PacerOutput::TtsEnded`];
 //! 3. sleep until the `WaitUntil` deadline or the next input, whichever is first.
@@ -75,8 +75,15 @@ const PHASE_RANGE_MS: u64 = 20;
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)] // Frames stay inline on purpose: boxing would allocate per frame.
 pub enum PacerOutput {
-    /// Push this frame downstream now, then call [`OutputPacer::handle_sent`].
-    Release(AudioFrame),
+    /// Push this frame of `epoch`'s turn downstream now, then call
+    /// [`OutputPacer::handle_sent`]. The epoch comes back with the frame, so
+    /// the driver needs no record of its own of whose frame it is.
+    Release {
+        /// The turn the frame belongs to.
+        epoch: Epoch,
+        /// The frame.
+        frame: AudioFrame,
+    },
     /// The turn of this epoch has played out: forward its end downstream.
     TtsEnded(Epoch),
     /// Nothing is due: poll again at this instant (always later than `now`) or
@@ -361,10 +368,12 @@ impl OutputPacer {
                 PacerOutput::TtsEnded(epoch)
             }
             Some(Queued::Frame {
-                frame, arrived_at, ..
+                frame,
+                epoch,
+                arrived_at,
             }) => {
                 self.queued_frames -= 1;
-                self.release(now, due, arrived_at, frame)
+                self.release(now, due, arrived_at, epoch, frame)
             }
             None => PacerOutput::Idle,
         }
@@ -394,6 +403,7 @@ impl OutputPacer {
         now: Instant,
         due: Instant,
         arrived_at: Instant,
+        epoch: Epoch,
         frame: AudioFrame,
     ) -> PacerOutput {
         self.pending_phase = None;
@@ -406,7 +416,7 @@ impl OutputPacer {
         };
         self.schedule = Schedule::Grid(grid_point + frame.duration());
         self.in_flight = Some(InFlight { grid_point });
-        PacerOutput::Release(frame)
+        PacerOutput::Release { epoch, frame }
     }
 }
 
@@ -436,8 +446,33 @@ mod tests {
         assert_eq!(err.capacity, PACER_QUEUE_CAPACITY);
         assert_eq!(err.frame, frame());
         // One release frees one slot.
-        assert!(matches!(p.poll(t0), PacerOutput::Release(_)));
+        assert!(matches!(p.poll(t0), PacerOutput::Release { .. }));
         assert_eq!(p.free_frame_slots(), 1);
+    }
+
+    #[test]
+    fn a_released_frame_carries_its_epoch() {
+        let t0 = t_origin();
+        let mut p = OutputPacer::new();
+        p.handle_interrupt(t0, Epoch(3));
+        p.handle_frame(t0, Epoch(3), frame()).unwrap();
+        p.handle_frame(t0, Epoch(4), frame()).unwrap();
+        assert!(matches!(
+            p.poll(t0),
+            PacerOutput::Release {
+                epoch: Epoch(3),
+                ..
+            }
+        ));
+        p.handle_sent(t0);
+        let next = t0 + Duration::from_millis(20);
+        assert!(matches!(
+            p.poll(next),
+            PacerOutput::Release {
+                epoch: Epoch(4),
+                ..
+            }
+        ));
     }
 
     #[test]

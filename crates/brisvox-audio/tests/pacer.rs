@@ -156,7 +156,7 @@ impl Sim {
         loop {
             self.deliver_due_inputs();
             match self.pacer.poll(self.now) {
-                PacerOutput::Release(frame) => self.push(&frame),
+                PacerOutput::Release { frame, .. } => self.push(&frame),
                 PacerOutput::TtsEnded(epoch) => {
                     self.log.push(Out::Ended(epoch, self.ms_of(self.now)))
                 }

@@ -1,7 +1,8 @@
 //! [`run_call`]: one call from its first caller frame to its report.
 //!
-//! Builds the stages, connects the STT and TTS sessions before the first
-//! frame (nothing is set up on the critical path), spawns the stage actors,
+//! Builds the stages, connects the STT and TTS sessions and builds the output
+//! framer (its sinc resampler on a blocking thread, never on a worker) before
+//! the first frame (nothing is set up on the critical path), spawns the stage actors,
 //! runs the turn driver on the caller's task until the call ends, then sets
 //! the shutdown signal and joins every stage: when `run_call` returns, no task
 //! of the call is left (the providers' session tasks end when their last
@@ -21,19 +22,20 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::config::{EngineConfig, EngineConfigError, QueueCapacities};
-use crate::events::EventSink;
+use crate::edge::{CallContext, CallEdge, CallSink, CallSource};
+use crate::events::EventBus;
+use crate::frame_queue::{self, QueueReceiver, QueueSender};
 use crate::models::{Models, Providers, VerdictSource};
 use crate::report::{CallEnd, CallReport, FailureBook, ProviderStage};
 use crate::stages::audio_in::{AudioIn, AudioInParts, AudioInStats};
-use crate::stages::driver::{DriverInput, DriverOutcome, DriverParts, TurnDriver};
-use crate::stages::frame_queue::{self, QueueReceiver, QueueSender};
-use crate::stages::llm::{LlmInput, LlmParts, LlmReport, LlmStage};
-use crate::stages::output::{OutInput, OutputStage};
-use crate::stages::segmenter::{SegInput, SegmenterStage};
+use crate::stages::driver::{DriverOutcome, DriverParts, TurnDriver};
+use crate::stages::inbox::{DriverInput, LlmInput, OutInput, SegInput, TtsInput};
+use crate::stages::llm::{LlmParts, LlmReport, LlmStage};
+use crate::stages::output::OutputStage;
+use crate::stages::segmenter::SegmenterStage;
 use crate::stages::stt::{FINALIZE_CAPACITY, SttParts, SttStage};
-use crate::stages::tts::{TtsInput, TtsParts, TtsStage};
+use crate::stages::tts::{TtsParts, TtsStage};
 use crate::stages::{SharedTimeline, now};
-use crate::transport::{TransportSink, TransportSource};
 use crate::turn::TurnMachine;
 
 /// Why a call could not start.
@@ -46,11 +48,16 @@ pub enum CallError {
     /// The output framer could not be built for these rates.
     #[error("output framer: {0}")]
     Framer(#[from] FramerError),
+    /// The blocking thread building the output framer failed.
+    #[error("output framer setup: {0}")]
+    Setup(String),
 }
 
-/// Runs one call: caller audio from `source`, the answer to `sink`, until the
-/// caller hangs up, the turn machine ends the call (idle, maximum duration),
-/// the STT is lost for good or the transport closes.
+/// Runs one call over its [`CallEdge`]: caller audio and controls from
+/// `edge.source`, the answer to `edge.sink`, events to `edge.events`, until
+/// the caller hangs up, the turn machine ends the call (idle, maximum
+/// duration), a control asks to hang up, the STT is lost for good or the
+/// transport closes.
 ///
 /// Provider failures end the turn they hit (counted in the report), not the
 /// call. Returns an error only when the call cannot start (bad settings).
@@ -59,41 +66,25 @@ pub enum CallError {
 /// spawned on it and all joined before this returns.
 pub async fn run_call<S, K>(
     config: EngineConfig,
-    source: S,
-    sink: K,
+    edge: CallEdge<S, K>,
     providers: Providers,
     models: Models,
 ) -> Result<CallReport, CallError>
 where
-    S: TransportSource,
-    K: TransportSink,
-{
-    run_call_with_events(config, source, sink, providers, models, EventSink::none()).await
-}
-
-/// [`run_call`], telling `events` what happens while the call runs
-/// (transcripts, bot speaking, barge-ins, finished turns).
-pub async fn run_call_with_events<S, K>(
-    config: EngineConfig,
-    source: S,
-    sink: K,
-    providers: Providers,
-    models: Models,
-    events: EventSink,
-) -> Result<CallReport, CallError>
-where
-    S: TransportSource,
-    K: TransportSink,
+    S: CallSource,
+    K: CallSink,
 {
     config.validate()?;
-    let framer = OutputFramer::new(
-        config.tts.sample_rate_hz,
-        config.output_rate_hz,
-        config.output_frame_ms,
-    )?;
+    let framer = build_framer(&config).await?;
     let failures = Arc::new(FailureBook::default());
+    let CallEdge {
+        context,
+        source,
+        sink,
+        events,
+    } = edge;
     let Some(stt) = connect_stt(&providers, &config, &failures).await else {
-        return Ok(empty_report(CallEnd::SttLost, &failures));
+        return Ok(empty_report(CallEnd::SttLost, &failures, context));
     };
     let tts_config = config.tts.clone();
     let tts = match providers.tts.connect(tts_config.clone()).await {
@@ -104,7 +95,30 @@ where
         }
     };
     let call = Call::new(config, providers, models, failures, events);
-    Ok(call.run(source, sink, stt, tts, tts_config, framer).await)
+    let io = CallIo {
+        context,
+        source,
+        sink,
+        stt,
+        tts,
+        tts_config,
+        framer,
+    };
+    Ok(call.run(io).await)
+}
+
+/// Builds the output framer (a sinc resampler for 24 -> 8 kHz takes about
+/// 1.7 ms) on a blocking thread, off the async workers.
+async fn build_framer(config: &EngineConfig) -> Result<OutputFramer, CallError> {
+    let (tts_hz, out_hz, frame_ms) = (
+        config.tts.sample_rate_hz,
+        config.output_rate_hz,
+        config.output_frame_ms,
+    );
+    tokio::task::spawn_blocking(move || OutputFramer::new(tts_hz, out_hz, frame_ms))
+        .await
+        .map_err(|e| CallError::Setup(e.to_string()))?
+        .map_err(CallError::from)
 }
 
 /// Connects the STT, with the configured reconnect attempts.
@@ -122,7 +136,7 @@ async fn connect_stt(
     None
 }
 
-fn empty_report(end: CallEnd, failures: &FailureBook) -> CallReport {
+fn empty_report(end: CallEnd, failures: &FailureBook, context: CallContext) -> CallReport {
     CallReport {
         turn_counters: Default::default(),
         turns: Vec::new(),
@@ -141,7 +155,19 @@ fn empty_report(end: CallEnd, failures: &FailureBook) -> CallReport {
         llm_usage: Default::default(),
         tools: Default::default(),
         end,
+        context,
     }
+}
+
+/// The edge and sessions a call runs with, once connected.
+struct CallIo<S, K> {
+    context: CallContext,
+    source: S,
+    sink: K,
+    stt: SttSession,
+    tts: Option<TtsSession>,
+    tts_config: TtsConfig,
+    framer: OutputFramer,
 }
 
 /// The shared pieces of one call while it is being assembled.
@@ -157,7 +183,7 @@ struct Call {
     audio_stats: Arc<AudioInStats>,
     floor: watch::Sender<Epoch>,
     shutdown: watch::Sender<bool>,
-    events: EventSink,
+    events: EventBus,
 }
 
 /// Both ends of every stage inbox of a call.
@@ -209,7 +235,7 @@ impl Call {
         providers: Providers,
         models: Models,
         failures: Arc<FailureBook>,
-        events: EventSink,
+        events: EventBus,
     ) -> Self {
         Call {
             events,
@@ -227,15 +253,16 @@ impl Call {
         }
     }
 
-    async fn run<S: TransportSource, K: TransportSink>(
-        self,
-        source: S,
-        sink: K,
-        stt: SttSession,
-        tts: Option<TtsSession>,
-        tts_config: TtsConfig,
-        framer: OutputFramer,
-    ) -> CallReport {
+    async fn run<S: CallSource, K: CallSink>(self, io: CallIo<S, K>) -> CallReport {
+        let CallIo {
+            context,
+            source,
+            sink,
+            stt,
+            tts,
+            tts_config,
+            framer,
+        } = io;
         let ch = Channels::new(self.config.queues);
         let ring = match self.models.verdict {
             VerdictSource::SmartTurn { .. } | VerdictSource::Service(_) => {
@@ -268,6 +295,7 @@ impl Call {
             verdicts: self.models.verdict.clone(),
             ring,
             events: self.events.clone(),
+            context,
             early_analysis: self.config.early_analysis,
         });
         let outcome = driver.run().await;
@@ -310,7 +338,7 @@ impl Call {
         )
     }
 
-    fn output_stage<K: TransportSink>(
+    fn output_stage<K: CallSink>(
         &self,
         sink: K,
         inbox: QueueReceiver<OutInput>,
@@ -327,7 +355,7 @@ impl Call {
         )
     }
 
-    fn audio_in<S: TransportSource>(
+    fn audio_in<S: CallSource>(
         &self,
         source: S,
         driver: mpsc::Sender<DriverInput>,
@@ -429,6 +457,7 @@ impl Call {
             llm_usage: llm.usage,
             tools: llm.tools,
             end: outcome.end,
+            context: outcome.context,
         }
     }
 }

@@ -11,8 +11,10 @@
 //!   → segmenter stage → TTS stage (normaliser, framer) → output stage (pacer)
 //!   → transport. Every response item carries its turn's epoch; a barge-in
 //!   raises the epoch floor and every stage drops older items on sight.
-//! - [`EngineConfig`], [`CallReport`], [`Providers`], [`Models`] and the
-//!   transport traits [`TransportSource`] / [`TransportSink`].
+//! - [`edge`]: the call's one edge between a route and the engine
+//!   ([`CallEdge`]: [`CallSource`] in, [`CallSink`] out, [`Control`]s, the
+//!   [`CallContext`]); [`events`]: the [`EventBus`] the engine emits into.
+//! - [`EngineConfig`], [`CallReport`], [`Providers`], [`Models`].
 //! - [`sim`]: a simulated caller and a recording sink for deterministic tests.
 //!
 //! Time: the stages read tokio's clock (`tokio::time::Instant::now()`), so on a
@@ -20,6 +22,8 @@
 
 pub mod call;
 pub mod config;
+pub mod controls;
+pub mod edge;
 pub mod events;
 pub mod models;
 pub mod playout;
@@ -27,20 +31,24 @@ pub mod recording;
 pub mod report;
 pub mod sim;
 pub mod tools;
-pub mod transport;
 pub mod turn;
 
+mod frame_queue;
 mod stages;
 
-pub use call::{CallError, run_call, run_call_with_events};
+pub use call::{CallError, run_call};
 pub use config::{
     EarlyAnalysisConfig, EnergyVadConfig, EngineConfig, EngineConfigError, ProviderLimits,
     QueueCapacities,
 };
-pub use events::{EngineEvent, EventSink};
+pub use edge::{
+    AudioQueueReceiver, AudioQueueSink, CallContext, CallEdge, CallSink, CallSource, Control,
+    DtmfDigit, Inbound, InboundQueue, InboundRefused, InboundSender, Metadata, QueuedAudio,
+    TransportClosed, audio_queue, inbound_queue,
+};
+pub use events::{EngineEvent, EventBus, EventObserver, EventReceiver};
 pub use models::{Models, Providers, VadSource, VerdictSource};
 pub use report::{CallEnd, CallReport, EarlyAnalysisCounters, FailureCount, ProviderStage};
 pub use tools::{
     LlmUsage, ToolCounters, ToolExecutor, ToolFiller, ToolInvocation, ToolOutcome, ToolSettings,
 };
-pub use transport::{TransportClosed, TransportSink, TransportSource};

@@ -7,6 +7,7 @@ use brisvox_audio::PacerMetrics;
 use brisvox_core::timeline::{TimelineCounters, TurnRecord};
 use brisvox_providers::ErrorKind;
 
+use crate::edge::CallContext;
 use crate::turn::{EndReason, TurnCounters};
 
 /// Most turn records a report keeps (the oldest are dropped and counted).
@@ -97,6 +98,9 @@ pub enum CallEnd {
     SttLost,
     /// The transport sink refused audio (the caller's side is gone).
     TransportClosed,
+    /// A [`Control::Hangup`](crate::edge::Control::Hangup) ended it (the
+    /// agent, the application or the server asked).
+    Requested,
 }
 
 /// The summary of one call, returned by [`run_call`](crate::run_call).
@@ -140,6 +144,8 @@ pub struct CallReport {
     pub tools: crate::tools::ToolCounters,
     /// How the call ended.
     pub end: CallEnd,
+    /// Who called, with the call's metadata as it stood at the end.
+    pub context: CallContext,
 }
 
 impl CallReport {

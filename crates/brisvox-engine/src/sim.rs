@@ -1,19 +1,23 @@
-//! A simulated caller and transport for deterministic tests and the simulator.
+//! A simulated caller and transport for deterministic tests and the simulator:
+//! the smallest implementation of the call's edge ([`crate::edge`]).
 //!
 //! [`SimCaller`] plays a caller's audio in real time on tokio's clock: frame
 //! `k` (20 ms at 16 kHz) is handed over at `begin + (k + 1) * 20 ms`, the
 //! moment its last sample has been spoken, at absolute deadlines so lateness
-//! never accumulates; after the last frame the caller hangs up.
-//! [`RecordingSink`] takes the answer at once and logs every frame and clear
-//! with its time, for the test to inspect through a [`SinkLog`] handle.
+//! never accumulates; controls scheduled with [`SimCaller::with_control`] are
+//! handed over at their time among the frames; after the last frame the caller
+//! hangs up. [`RecordingSink`] takes the answer at once and logs every frame
+//! and clear with its time, for the test to inspect through a [`SinkLog`] handle.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use brisvox_core::AudioFrame;
-use brisvox_core::frame::{INTERNAL_FRAME_SAMPLES, INTERNAL_RATE_HZ};
+use std::collections::VecDeque;
 
-use crate::transport::{TransportClosed, TransportSink, TransportSource};
+use brisvox_core::frame::{INTERNAL_FRAME_SAMPLES, INTERNAL_RATE_HZ};
+use brisvox_core::{AudioFrame, Epoch};
+
+use crate::edge::{CallSink, CallSource, Control, Inbound, TransportClosed};
 
 /// A caller that plays `samples` (16 kHz mono PCM16) in real time, then hangs up.
 #[derive(Debug)]
@@ -21,6 +25,8 @@ pub struct SimCaller {
     samples: Arc<[i16]>,
     next: usize,
     begin: Option<tokio::time::Instant>,
+    /// Controls to hand over, by their offset from the first read, in order.
+    controls: VecDeque<(Duration, Control)>,
 }
 
 impl SimCaller {
@@ -31,7 +37,18 @@ impl SimCaller {
             samples: samples.into(),
             next: 0,
             begin: None,
+            controls: VecDeque::new(),
         }
+    }
+
+    /// The same caller, also handing over `control` `after` its first read
+    /// (before the frame due at that moment). Controls are kept in the order
+    /// of their times.
+    #[must_use]
+    pub fn with_control(mut self, after: Duration, control: Control) -> Self {
+        let at = self.controls.partition_point(|(t, _)| *t <= after);
+        self.controls.insert(at, (after, control));
+        self
     }
 
     /// Frames the caller will send.
@@ -40,17 +57,27 @@ impl SimCaller {
     }
 }
 
-impl TransportSource for SimCaller {
+impl CallSource for SimCaller {
     /// # Cancel safety
     ///
-    /// Cancel safe: the frame counter advances only after the wait completed.
-    async fn recv_frame(&mut self) -> Option<AudioFrame> {
+    /// Cancel safe: the frame counter advances, and a control is taken, only
+    /// after the wait completed.
+    async fn recv(&mut self) -> Option<Inbound> {
         let begin = *self.begin.get_or_insert_with(tokio::time::Instant::now);
         let start = self.next * INTERNAL_FRAME_SAMPLES;
         if start >= self.samples.len() {
             return None;
         }
         let due = begin + Duration::from_millis(20 * (self.next as u64 + 1));
+        let control_due = self.controls.front().map(|(after, _)| begin + *after);
+        if let Some(at) = control_due.filter(|at| *at <= due) {
+            if at > tokio::time::Instant::now() {
+                tokio::time::sleep_until(at).await;
+            }
+            let (_, control) = self.controls.pop_front()?;
+            let at = tokio::time::Instant::now().into_std();
+            return Some(Inbound::Control { control, at });
+        }
         if due > tokio::time::Instant::now() {
             tokio::time::sleep_until(due).await;
         }
@@ -59,7 +86,9 @@ impl TransportSource for SimCaller {
         buf[..end - start].copy_from_slice(&self.samples[start..end]);
         self.next += 1;
         // Cannot fail: 320 samples at 16 kHz is a valid frame.
-        Some(AudioFrame::from_samples(&buf, INTERNAL_RATE_HZ).expect("a 20 ms frame"))
+        let frame = AudioFrame::from_samples(&buf, INTERNAL_RATE_HZ).expect("a 20 ms frame");
+        let at = tokio::time::Instant::now().into_std();
+        Some(Inbound::Audio { frame, at })
     }
 }
 
@@ -70,6 +99,8 @@ pub enum SinkEvent {
     Frame {
         /// When.
         at: Instant,
+        /// Its turn.
+        epoch: Epoch,
         /// Its RMS level.
         rms: f32,
         /// Its samples.
@@ -81,6 +112,8 @@ pub enum SinkEvent {
     Clear {
         /// When.
         at: Instant,
+        /// The epoch the answer continues with.
+        floor: Epoch,
     },
 }
 
@@ -130,13 +163,14 @@ pub fn rms(samples: &[i16]) -> f32 {
     (sum / samples.len() as f64).sqrt() as f32
 }
 
-impl TransportSink for RecordingSink {
+impl CallSink for RecordingSink {
     /// # Cancel safety
     ///
     /// Cancel safe: it completes at once.
-    async fn send_frame(&mut self, frame: AudioFrame) -> Result<(), TransportClosed> {
+    async fn send_audio(&mut self, epoch: Epoch, frame: AudioFrame) -> Result<(), TransportClosed> {
         self.log.push(SinkEvent::Frame {
             at: tokio::time::Instant::now().into_std(),
+            epoch,
             rms: rms(frame.samples()),
             len: frame.len(),
             rate_hz: frame.sample_rate_hz(),
@@ -144,9 +178,10 @@ impl TransportSink for RecordingSink {
         Ok(())
     }
 
-    async fn clear(&mut self) {
+    async fn clear(&mut self, floor: Epoch) {
         self.log.push(SinkEvent::Clear {
             at: tokio::time::Instant::now().into_std(),
+            floor,
         });
     }
 }

@@ -17,8 +17,7 @@ async fn a_zero_capacity_queue_is_named() {
     let (sink, log) = RecordingSink::new();
     let result = run_call(
         config,
-        SimCaller::new(vec![0i16; 16_000]),
-        sink,
+        brisvox_engine::CallEdge::new(SimCaller::new(vec![0i16; 16_000]), sink),
         mocks.providers(),
         Models::energy_and_complete(),
     )
@@ -37,8 +36,7 @@ async fn a_zero_capacity_queue_is_named() {
     let (sink, _) = RecordingSink::new();
     let result = run_call(
         config,
-        SimCaller::new(vec![0i16; 16_000]),
-        sink,
+        brisvox_engine::CallEdge::new(SimCaller::new(vec![0i16; 16_000]), sink),
         mocks.providers(),
         Models::energy_and_complete(),
     )

@@ -7,7 +7,7 @@ mod common;
 
 use brisvox_core::AudioFrame;
 use brisvox_engine::sim::SimCaller;
-use brisvox_engine::{CallEnd, Models, TransportClosed, TransportSink, run_call};
+use brisvox_engine::{CallEnd, CallSink, Models, TransportClosed, run_call};
 use brisvox_testkit::tasks::{alive_tasks, until_alive_tasks};
 use common::*;
 
@@ -16,8 +16,12 @@ struct ClosingSink {
     left: u32,
 }
 
-impl TransportSink for ClosingSink {
-    async fn send_frame(&mut self, _frame: AudioFrame) -> Result<(), TransportClosed> {
+impl CallSink for ClosingSink {
+    async fn send_audio(
+        &mut self,
+        _epoch: brisvox_core::Epoch,
+        _frame: AudioFrame,
+    ) -> Result<(), TransportClosed> {
         if self.left == 0 {
             return Err(TransportClosed);
         }
@@ -25,7 +29,7 @@ impl TransportSink for ClosingSink {
         Ok(())
     }
 
-    async fn clear(&mut self) {}
+    async fn clear(&mut self, _floor: brisvox_core::Epoch) {}
 }
 
 #[tokio::test(start_paused = true)]
@@ -37,8 +41,7 @@ async fn a_refused_frame_ends_the_call() {
     let frames = caller.frames() as u64;
     let report = run_call(
         sim_config(),
-        caller,
-        ClosingSink { left: 10 },
+        brisvox_engine::CallEdge::new(caller, ClosingSink { left: 10 }),
         mocks.providers(),
         Models::energy_and_complete(),
     )

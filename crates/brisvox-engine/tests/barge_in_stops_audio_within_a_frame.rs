@@ -52,7 +52,7 @@ async fn talking_over_a_long_answer_clears_it_at_once() {
     let clears: Vec<f64> = events
         .iter()
         .filter_map(|e| match e {
-            SinkEvent::Clear { at } => Some(run.ms(*at)),
+            SinkEvent::Clear { at, .. } => Some(run.ms(*at)),
             SinkEvent::Frame { .. } => None,
         })
         .collect();
@@ -92,9 +92,10 @@ struct SlowSink {
     log: std::sync::Arc<std::sync::Mutex<Vec<(std::time::Instant, bool)>>>,
 }
 
-impl brisvox_engine::TransportSink for SlowSink {
-    async fn send_frame(
+impl brisvox_engine::CallSink for SlowSink {
+    async fn send_audio(
         &mut self,
+        _epoch: brisvox_core::Epoch,
         frame: brisvox_core::AudioFrame,
     ) -> Result<(), brisvox_engine::TransportClosed> {
         tokio::time::sleep(self.delay).await;
@@ -104,7 +105,7 @@ impl brisvox_engine::TransportSink for SlowSink {
         Ok(())
     }
 
-    async fn clear(&mut self) {
+    async fn clear(&mut self, _floor: brisvox_core::Epoch) {
         let at = tokio::time::Instant::now().into_std();
         self.log.lock().expect("log").push((at, false));
     }
@@ -124,8 +125,10 @@ async fn a_frame_in_flight_at_the_barge_in_is_never_played() {
     };
     let report = brisvox_engine::run_call(
         sim_config(),
-        brisvox_engine::sim::SimCaller::new(then_silence(fx.samples.clone(), 3_000)),
-        sink,
+        brisvox_engine::CallEdge::new(
+            brisvox_engine::sim::SimCaller::new(then_silence(fx.samples.clone(), 3_000)),
+            sink,
+        ),
         mocks.providers(),
         Models::energy_and_complete(),
     )

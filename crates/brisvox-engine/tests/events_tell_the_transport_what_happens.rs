@@ -5,30 +5,30 @@
 mod common;
 
 use brisvox_engine::sim::{RecordingSink, SimCaller};
-use brisvox_engine::{EngineEvent, EventSink, Models, run_call_with_events};
+use brisvox_engine::{CallEdge, EngineEvent, EventBus, Models, run_call};
 use common::*;
 
 #[tokio::test(start_paused = true)]
 async fn a_two_turn_call_emits_transcripts_speaking_and_turn_records() {
     let fx = fixture("en_two_utterances");
     let mocks = Mocks::fixed(3);
-    let (events, mut rx) = EventSink::channel(256);
+    let mut events = EventBus::new();
+    let mut rx = events.subscribe(256);
     let (sink, _log) = RecordingSink::new();
-    let report = run_call_with_events(
+    let caller = SimCaller::new(then_silence(fx.samples.clone(), 3_000));
+    let report = run_call(
         sim_config(),
-        SimCaller::new(then_silence(fx.samples.clone(), 3_000)),
-        sink,
+        CallEdge::new(caller, sink).with_events(events),
         mocks.providers(),
         Models::energy_and_complete(),
-        events.clone(),
     )
     .await
     .expect("a valid config");
     let mut got = Vec::new();
-    while let Ok(e) = rx.try_recv() {
+    while let Some(e) = rx.try_recv() {
         got.push(e);
     }
-    assert_eq!(events.dropped(), 0);
+    assert_eq!(rx.dropped(), 0);
     let finals: Vec<_> = got
         .iter()
         .filter_map(|e| match e {
@@ -62,4 +62,13 @@ async fn a_two_turn_call_emits_transcripts_speaking_and_turn_records() {
         .filter(|r| r.metrics().response_latency.is_some())
         .count();
     assert_eq!(answered, 2);
+    // One turn_metrics per caller's turn, each with its response latency.
+    let metrics: Vec<_> = got
+        .iter()
+        .filter_map(|e| match e {
+            EngineEvent::TurnMetrics { record } => Some(record.epoch()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(metrics, [brisvox_core::Epoch(1), brisvox_core::Epoch(2)]);
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use brisvox_core::AudioFrame;
 use brisvox_engine::sim::{RecordingSink, SimCaller};
-use brisvox_engine::{Models, TransportClosed, TransportSink, run_call};
+use brisvox_engine::{CallSink, Models, TransportClosed, run_call};
 use brisvox_testkit::alloc::{CountingAllocator, thread_allocations as allocations};
 use common::*;
 
@@ -25,13 +25,17 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 /// A sink that keeps nothing (the recording sink's log would allocate).
 struct CountingSink(Arc<AtomicU64>);
 
-impl TransportSink for CountingSink {
-    async fn send_frame(&mut self, _frame: AudioFrame) -> Result<(), TransportClosed> {
+impl CallSink for CountingSink {
+    async fn send_audio(
+        &mut self,
+        _epoch: brisvox_core::Epoch,
+        _frame: AudioFrame,
+    ) -> Result<(), TransportClosed> {
         self.0.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    async fn clear(&mut self) {}
+    async fn clear(&mut self, _floor: brisvox_core::Epoch) {}
 }
 
 #[tokio::test(start_paused = true)]
@@ -43,8 +47,10 @@ async fn playing_an_answer_allocates_only_the_providers_chunks() {
     let sent = Arc::new(AtomicU64::new(0));
     let call = tokio::spawn(run_call(
         sim_config(),
-        SimCaller::new(fx.samples[..7_000 * 16].to_vec()),
-        CountingSink(Arc::clone(&sent)),
+        brisvox_engine::CallEdge::new(
+            SimCaller::new(fx.samples[..7_000 * 16].to_vec()),
+            CountingSink(Arc::clone(&sent)),
+        ),
         mocks.providers(),
         Models::energy_and_complete(),
     ));
@@ -78,8 +84,7 @@ async fn a_quiet_stretch_of_frames_allocates_nothing() {
     let (sink, _log) = RecordingSink::new();
     let call = tokio::spawn(run_call(
         sim_config(),
-        SimCaller::new(fx.samples),
-        sink,
+        brisvox_engine::CallEdge::new(SimCaller::new(fx.samples), sink),
         mocks.providers(),
         Models::energy_and_complete(),
     ));

@@ -107,8 +107,7 @@ async fn per_call(n: usize, shared: &Models, with_models: bool) -> (i64, i64) {
             let (sink, _log) = RecordingSink::new();
             tokio::spawn(run_call(
                 config.clone(),
-                SimCaller::new(Arc::clone(&samples)),
-                sink,
+                brisvox_engine::CallEdge::new(SimCaller::new(Arc::clone(&samples)), sink),
                 mocks.providers(),
                 if with_models {
                     shared.clone()

@@ -46,7 +46,7 @@ async fn trace(seed: u64) -> Vec<String> {
             SinkEvent::Frame { at, rms, len, .. } => {
                 format!("frame {:.3} {rms:.1} {len}", run.ms(at))
             }
-            SinkEvent::Clear { at } => format!("clear {:.3}", run.ms(at)),
+            SinkEvent::Clear { at, .. } => format!("clear {:.3}", run.ms(at)),
         });
     }
     for turn in &run.report.turns {

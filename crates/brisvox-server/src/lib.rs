@@ -1,21 +1,32 @@
 //! brisvox-server: the `brisvox` binary's library.
 //!
-//! - [`agent`]: the agent file (TOML) and its checked, resolved settings;
-//!   [`secret`]: secrets as environment-variable references, never printed.
-//! - [`handler`]: [`handler::CallHandler`], where a decoded call is handed to the
-//!   engine; [`audio_edge`]: codec and rate conversion at the call's edge.
-//! - [`http`]: the routes (`/healthz`, `/readyz`, `/metrics`, `/call`,
-//!   `/twilio`); [`demo`]: the browser demo page at `/`; [`admission`]: call
-//!   limit, pool pressure, draining;
-//!   [`metrics`]: Prometheus metrics; [`serve`]: start, signal, drain;
-//!   [`drain`]: `brisvox drain`, the drain started from outside (preStop);
-//!   [`fd_limit`]: RLIMIT_NOFILE.
+//! Two sides, whose modules never import each other in a ring
+//! (`scripts/check-module-cycles.py`):
+//!
+//! - **Setup** (once, at startup): [`agent`] (the agent file (TOML) and its
+//!   checked, resolved settings), [`secret`] (secrets as environment-variable
+//!   references, never printed);
+//!   [`providers`], [`local_stt`], [`local_tts`], [`local_defaults`] (which
+//!   providers run), [`engine`] ([`engine::EngineCallHandler`]: models,
+//!   providers and the per-call engine settings), [`setup_error`].
+//! - **Calls**: [`http`] (the router: `/healthz`, `/readyz`, `/metrics`,
+//!   `/call`, `/twilio`, auth, admission at the upgrade) over [`state`];
+//!   each route is one adapter file on the engine's one call edge,
+//!   `ws_call` (the brisvox protocol) and `ws_twilio` (Twilio Media
+//!   Streams), sharing `route` (the call's edge, its writer task, how calls
+//!   end); [`handler`] ([`handler::CallHandler`]: where a route hands the edge
+//!   to the engine); [`audio_edge`] (decode and resample in, encode out);
+//!   `wire_events` (engine events as protocol events); consumers of a call's
+//!   events besides the writer: [`metrics`] and `call_log`. Also
+//!   [`admission`], [`demo`], [`model_metrics`], [`serve`] (start, signal,
+//!   drain), [`drain`] (`brisvox drain`, the drain started from outside),
+//!   [`fd_limit`].
 //! - [`cli`], [`logging`], [`models`]: the command line.
 //!
 //! Plugging the engine in: implement [`handler::CallHandler`] (one method,
-//! `run_call(start, input, output)`), pass it in [`serve::ServerConfig`], and
-//! start with [`serve::serve_until_signal`] (the binary) or [`serve::start`]
-//! (tests, embedding).
+//! `run_call(start, edge)`), pass it in [`serve::ServerConfig`], and start with
+//! [`serve::serve_until_signal`] (the binary) or [`serve::start`] (tests,
+//! embedding).
 
 pub mod admission;
 pub mod agent;
@@ -36,13 +47,18 @@ pub mod metrics;
 pub mod model_metrics;
 pub mod models;
 pub mod probe;
+pub mod providers;
 pub mod secret;
 pub mod serve;
+pub mod setup_error;
 pub mod shedding;
+pub mod state;
 
-mod session;
+mod call_log;
+mod route;
+mod wire_events;
 mod ws_call;
 mod ws_twilio;
 
-pub use ws_call::START_TIMEOUT;
+pub use route::{HANDLER_EXIT_GRACE, START_TIMEOUT, WRITER_EXIT_GRACE};
 pub use ws_twilio::MARK_EVERY_FRAMES;

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use brisvox_providers::local::{LocalSttError, WHISPER_MODEL_DIR, check_whisper_model_dir};
 
 use crate::agent::{AgentSettings, Language, SttProvider};
-use crate::engine::EngineSetupError;
+use crate::setup_error::EngineSetupError;
 
 /// Whether this build has the local recognizer (the cargo feature `local-stt`).
 pub const BUILT: bool = cfg!(feature = "local-stt");

@@ -19,7 +19,7 @@ use brisvox_providers::local::{EspeakConfig, EspeakTts, PhonemeVoice, PiperConfi
 use brisvox_providers::{BoxFuture, ProviderError, TtsProvider};
 
 use crate::agent::{AgentSettings, Language, LocalVoice};
-use crate::engine::EngineSetupError;
+use crate::setup_error::EngineSetupError;
 
 /// The Piper model as a [`PhonemeVoice`]: syntheses on the voice's own pool.
 #[derive(Debug)]

@@ -1,9 +1,11 @@
 //! Prometheus metrics for `/metrics`, in their own registry.
 //!
 //! Gauges and counters the server updates itself (active calls, calls by
-//! outcome, refusals, dropped input frames) and histograms ready for the engine
-//! to feed (per-turn metrics in ms, pool queue depth, VAD batch size, output
-//! underruns). The model services' own counters and wait / run histograms
+//! outcome, refusals, dropped input frames), the per-turn metrics in ms, which
+//! [`ServerMetrics`] observes as one of every call's event consumers
+//! ([`EventObserver`]: synchronously on the engine's task, so a slow or
+//! broken socket cannot lose a turn's metrics), and histograms ready for the
+//! engine to feed (pool queue depth, VAD batch size, output underruns). The model services' own counters and wait / run histograms
 //! are read at each scrape ([`crate::model_metrics`]).
 
 use prometheus::{
@@ -11,7 +13,10 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
+use brisvox_engine::{EngineEvent, EventObserver};
+
 use crate::model_metrics::ModelStatsSource;
+use crate::wire_events::turn_metrics_ms;
 
 /// Bucket bounds of the per-turn histograms, in ms.
 pub const TURN_MS_BUCKETS: [f64; 14] = [
@@ -188,6 +193,16 @@ impl ServerMetrics {
         let mut text = String::from_utf8(buf).unwrap_or_else(bug);
         self.models.render_into(&mut text);
         text
+    }
+}
+
+impl EventObserver for ServerMetrics {
+    /// Records each turn's metrics from the engine's [`EngineEvent::TurnMetrics`]
+    /// (sent once per caller's turn).
+    fn observe(&self, event: &EngineEvent) {
+        if let EngineEvent::TurnMetrics { record } = event {
+            self.observe_turn(&turn_metrics_ms(record));
+        }
     }
 }
 

@@ -28,7 +28,8 @@ use brisvox_providers::{
 use tokio::time::Instant;
 
 use crate::agent::{AgentSettings, LlmProvider, SttProvider, TtsProvider};
-use crate::engine::{EngineSetupError, build_llm, build_stt, build_tts, engine_config};
+use crate::engine::{EngineSetupError, engine_config};
+use crate::providers::{build_llm, build_stt, build_tts};
 
 /// The text a TTS probe speaks.
 pub const PROBE_TEXT: &str = "Hello.";

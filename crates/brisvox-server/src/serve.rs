@@ -17,9 +17,10 @@ use tokio::task::JoinHandle;
 use crate::admission::{Admission, PoolPressure};
 use crate::agent::AgentSettings;
 use crate::handler::CallHandler;
-use crate::http::{AppState, router};
+use crate::http::router;
 use crate::listener::{self, ConnectionLimits, ConnectionStats};
 use crate::metrics::ServerMetrics;
+use crate::state::AppState;
 
 /// How long calls ended at the end of the grace get to close.
 pub const END_CALLS_GRACE: Duration = Duration::from_secs(5);

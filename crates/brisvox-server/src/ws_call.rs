@@ -1,46 +1,47 @@
-//! The `/call` route: the brisvox websocket protocol (`docs/WEBSOCKET_PROTOCOL.md`).
+//! The `/call` route's adapter: the brisvox websocket protocol
+//! (`docs/WEBSOCKET_PROTOCOL.md`) on the engine's call edge.
+//!
+//! The codec is `brisvox_transport::brisvox_ws` (sans-IO). This file is what
+//! is the route's own: waiting for `start`, the reader (audio to 16 kHz frames
+//! with their arrival time, `say` / `dtmf` to engine controls, `end`, protocol
+//! errors) and the [`Wire`] (each answer frame encoded and sent as one binary
+//! message, `clear` and the events as JSON). [`crate::route`] does the rest.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket};
+use brisvox_core::AudioFrame;
+use brisvox_engine::{Control, DtmfDigit};
 use brisvox_transport::brisvox_ws::ServerEvent;
-use brisvox_transport::{ClientEvent, ClientMessage, ClientMessageDecoder, DecodeError, StartInfo};
+use brisvox_transport::{
+    AudioCodec, ClientEvent, ClientMessage, ClientMessageDecoder, DecodeError, StartInfo,
+};
 use futures_util::stream::SplitStream;
 use futures_util::{SinkExt, StreamExt};
-use tokio::sync::mpsc;
 
 use crate::admission::CallPermit;
-use crate::audio_edge::{InboundAudio, OutboundAudio, build_edges};
-use crate::handler::{CallControl, CallStart, CallTransport, QueuedFrame};
-use crate::http::AppState;
-use crate::session::{Outcome, Wire, WriterCmd, WsSink, send_close};
-use brisvox_core::frame::INTERNAL_FRAME_SAMPLES;
-
-/// How long a client has to send `start` after the upgrade.
-pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::audio_edge::{InboundAudio, build_inbound};
+use crate::handler::{CallStart, CallTransport};
+use crate::route::{
+    Outcome, RouteIo, START_TIMEOUT, Wire, WriterCmd, WsSink, drive_call, finish, now, send_close,
+};
+use crate::state::AppState;
 
 /// The brisvox protocol's writer: JSON events and binary audio.
 struct BrisvoxWire {
     sink: WsSink,
-    audio: OutboundAudio,
+    codec: AudioCodec,
+    bytes: Vec<u8>,
 }
 
 impl Wire for BrisvoxWire {
-    async fn audio(&mut self, samples: &[i16], rate_hz: u32) -> Result<(), axum::Error> {
-        if let Err(e) = self.audio.push(samples, rate_hz) {
-            tracing::warn!(error = %e, "cannot resample an answer frame; dropped");
-            return Ok(());
-        }
-        while let Some(bytes) = self.audio.next_frame() {
-            let msg = Message::Binary(bytes.to_vec().into());
-            self.sink.send(msg).await?;
-        }
-        Ok(())
+    async fn audio(&mut self, frame: &AudioFrame) -> Result<(), axum::Error> {
+        self.codec.encode_to(frame.samples(), &mut self.bytes);
+        let msg = Message::Binary(self.bytes.as_slice().to_vec().into());
+        self.sink.send(msg).await
     }
 
     async fn clear(&mut self) -> Result<(), axum::Error> {
-        self.audio.reset();
         self.event(&ServerEvent::Clear).await
     }
 
@@ -140,27 +141,26 @@ pub(crate) async fn run(socket: WebSocket, state: Arc<AppState>, permit: CallPer
     let mut decoder = ClientMessageDecoder::new(state.limits);
     let info = match wait_for_start(&mut stream, &mut sink, &mut decoder).await {
         Ok(info) => info,
-        Err(outcome) => return state.finish(outcome, permit),
+        Err(outcome) => return finish(&state, outcome, permit),
     };
-    let Some((inbound, outbound)) = build_edges(info.codec, info.sample_rate_hz).await else {
+    let Some(inbound) = build_inbound(info.codec, info.sample_rate_hz).await else {
         let ev = ServerEvent::Error {
             code: "call_failed".into(),
             message: "cannot set up audio conversion".into(),
         };
         refuse(&mut sink, Some(ev), "call_failed", 1011).await;
-        return state.finish(Outcome::HandlerError, permit);
+        return finish(&state, Outcome::HandlerError, permit);
     };
     send_event(&mut sink, &started_event(&info, &state)).await;
+    let codec = info.codec;
     let start = call_start(info, &state);
-    let wire = BrisvoxWire {
-        sink,
-        audio: outbound,
-    };
-    let outcome = crate::http::drive_call(&state, start, wire, |io| {
+    let bytes = Vec::with_capacity(codec.frame_bytes(start.output_sample_rate_hz));
+    let wire = BrisvoxWire { sink, codec, bytes };
+    let outcome = drive_call(&state, start, wire, |io| {
         read_loop(stream, decoder, inbound, io)
     })
     .await;
-    state.finish(outcome, permit);
+    finish(&state, outcome, permit);
 }
 
 fn started_event(info: &StartInfo, state: &AppState) -> ServerEvent {
@@ -189,35 +189,15 @@ fn call_start(info: StartInfo, state: &AppState) -> CallStart {
     }
 }
 
-/// The session's ends while a call runs.
-pub(crate) struct CallIo {
-    pub(crate) frame_tx: mpsc::Sender<QueuedFrame>,
-    pub(crate) control_tx: mpsc::Sender<CallControl>,
-    pub(crate) cmd_tx: mpsc::Sender<WriterCmd>,
-    pub(crate) state: Arc<AppState>,
-}
-
-impl CallIo {
-    /// Queues a caller frame (320 samples); drops it (counted) when the
-    /// handler is behind.
-    pub(crate) fn push_frame(&self, samples: &[i16]) {
-        let mut frame: QueuedFrame = [0; INTERNAL_FRAME_SAMPLES];
-        let n = samples.len().min(INTERNAL_FRAME_SAMPLES);
-        frame[..n].copy_from_slice(&samples[..n]);
-        if self.frame_tx.try_send(frame).is_err() {
-            self.state.metrics.input_frames_dropped_total.inc();
-        }
-    }
-}
-
 /// Reads the client's messages until the call ends from the client's side.
 async fn read_loop(
     mut stream: SplitStream<WebSocket>,
     mut decoder: ClientMessageDecoder,
     mut inbound: InboundAudio,
-    io: CallIo,
+    io: RouteIo,
 ) -> Outcome {
     while let Some(msg) = stream.next().await {
+        let at = now();
         let res = match &msg {
             Ok(Message::Text(t)) => decoder.decode(ClientMessage::Text(t.as_str())),
             Ok(Message::Binary(b)) => decoder.decode(ClientMessage::Binary(b)),
@@ -227,12 +207,16 @@ async fn read_loop(
         match res {
             Ok(ClientEvent::Audio { .. }) => {
                 while let Some(bytes) = decoder.pop_frame() {
-                    inbound.push(bytes, |f| io.push_frame(f));
+                    inbound.push(bytes, |f| io.push_frame(f, at));
                 }
             }
-            Ok(ClientEvent::Say { text }) => {
-                if io.control_tx.try_send(CallControl::Say(text)).is_err() {
-                    tracing::warn!("say dropped: the call's control queue is full");
+            Ok(ClientEvent::Say { text, interrupt }) => {
+                io.push_control(Control::Say { text, interrupt }, at).await;
+            }
+            Ok(ClientEvent::Dtmf { digit }) => {
+                // The decoder checked the key.
+                if let Ok(digit) = DtmfDigit::new(digit) {
+                    io.push_control(Control::Dtmf { digit }, at).await;
                 }
             }
             Ok(ClientEvent::End { .. }) => return Outcome::ClientEnd,

@@ -1,4 +1,13 @@
-//! The `/twilio` route: Twilio Media Streams (bidirectional `<Connect><Stream>`).
+//! The `/twilio` route's adapter: Twilio Media Streams (bidirectional
+//! `<Connect><Stream>`) on the engine's call edge.
+//!
+//! The codec is `brisvox_transport::twilio` (sans-IO). Here: waiting for
+//! `start`, the reader (media to 16 kHz frames with their arrival time, `dtmf`
+//! to an engine control, marks to the writer, `stop`) and the [`Wire`] (each
+//! answer frame as one `media` message, a `mark` every
+//! [`MARK_EVERY_FRAMES`], `clear`). `customParameters` become the call's
+//! metadata. When the engine ends the call the stream is closed (Twilio then
+//! goes on with the TwiML after `<Connect>`, usually the end of the call).
 //!
 //! Twilio reads no JSON errors, so bad input ends the stream with a close code
 //! only (1002 malformed, 1003 unsupported, 1009 too large); unknown events and
@@ -7,6 +16,8 @@
 use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket};
+use brisvox_core::AudioFrame;
+use brisvox_engine::{Control, DtmfDigit};
 use brisvox_transport::brisvox_ws::ServerEvent;
 use brisvox_transport::twilio::{
     DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_MAX_TEXT_BYTES, MarkOutcome, TWILIO_SAMPLE_RATE_HZ,
@@ -17,11 +28,12 @@ use futures_util::stream::SplitStream;
 use futures_util::{SinkExt, StreamExt};
 
 use crate::admission::CallPermit;
-use crate::audio_edge::{InboundAudio, OutboundAudio, build_edges};
-use crate::handler::{CallControl, CallStart, CallTransport};
-use crate::http::AppState;
-use crate::session::{Outcome, Wire, WriterCmd, WsSink, send_close};
-use crate::ws_call::{CallIo, START_TIMEOUT};
+use crate::audio_edge::{InboundAudio, build_inbound};
+use crate::handler::{CallStart, CallTransport};
+use crate::route::{
+    Outcome, RouteIo, START_TIMEOUT, Wire, WriterCmd, WsSink, drive_call, finish, now, send_close,
+};
+use crate::state::AppState;
 
 /// A mark is placed after this many answer frames (100 ms at 20 ms each).
 pub const MARK_EVERY_FRAMES: u32 = 5;
@@ -29,7 +41,7 @@ pub const MARK_EVERY_FRAMES: u32 = 5;
 /// The Twilio writer: `media`, `mark` and `clear` messages.
 struct TwilioWire {
     sink: WsSink,
-    audio: OutboundAudio,
+    bytes: Vec<u8>,
     encoder: TwilioEncoder,
     playout: TwilioPlayout,
     frames_since_mark: u32,
@@ -45,26 +57,20 @@ impl TwilioWire {
 }
 
 impl Wire for TwilioWire {
-    async fn audio(&mut self, samples: &[i16], rate_hz: u32) -> Result<(), axum::Error> {
-        if let Err(e) = self.audio.push(samples, rate_hz) {
-            tracing::warn!(error = %e, "cannot resample an answer frame; dropped");
-            return Ok(());
-        }
-        while let Some(bytes) = self.audio.next_frame() {
-            self.playout.on_media_sent(bytes.len());
-            let msg = self.encoder.media(bytes);
-            self.sink.send(Message::Text(msg.into())).await?;
-            self.frames_since_mark += 1;
-            if self.frames_since_mark >= MARK_EVERY_FRAMES {
-                self.send_mark().await?;
-            }
+    async fn audio(&mut self, frame: &AudioFrame) -> Result<(), axum::Error> {
+        AudioCodec::Mulaw.encode_to(frame.samples(), &mut self.bytes);
+        self.playout.on_media_sent(self.bytes.len());
+        let msg = self.encoder.media(&self.bytes);
+        self.sink.send(Message::Text(msg.into())).await?;
+        self.frames_since_mark += 1;
+        if self.frames_since_mark >= MARK_EVERY_FRAMES {
+            self.send_mark().await?;
         }
         Ok(())
     }
 
     async fn clear(&mut self) -> Result<(), axum::Error> {
         let dropped_ms = self.playout.on_clear();
-        self.audio.reset();
         self.frames_since_mark = 0;
         tracing::debug!(dropped_ms, "twilio clear");
         self.sink
@@ -153,26 +159,25 @@ pub(crate) async fn run(socket: WebSocket, state: Arc<AppState>, permit: CallPer
     let mut decoder = TwilioDecoder::new(text_limit, DEFAULT_MAX_PAYLOAD_BYTES);
     let start = match wait_for_start(&mut stream, &mut sink, &mut decoder).await {
         Ok(s) => s,
-        Err(outcome) => return state.finish(outcome, permit),
+        Err(outcome) => return finish(&state, outcome, permit),
     };
-    let Some((inbound, outbound)) = build_edges(AudioCodec::Mulaw, TWILIO_SAMPLE_RATE_HZ).await
-    else {
+    let Some(inbound) = build_inbound(AudioCodec::Mulaw, TWILIO_SAMPLE_RATE_HZ).await else {
         send_close(&mut sink, 1011, "").await;
-        return state.finish(Outcome::HandlerError, permit);
+        return finish(&state, Outcome::HandlerError, permit);
     };
     let call = call_start(&start, &state);
     let wire = TwilioWire {
         sink,
-        audio: outbound,
+        bytes: Vec::with_capacity(AudioCodec::Mulaw.frame_bytes(TWILIO_SAMPLE_RATE_HZ)),
         encoder: TwilioEncoder::new(start.stream_sid),
         playout: TwilioPlayout::default(),
         frames_since_mark: 0,
     };
-    let outcome = crate::http::drive_call(&state, call, wire, |io| {
+    let outcome = drive_call(&state, call, wire, |io| {
         read_loop(stream, decoder, inbound, io)
     })
     .await;
-    state.finish(outcome, permit);
+    finish(&state, outcome, permit);
 }
 
 fn call_start(start: &TwilioStart, state: &AppState) -> CallStart {
@@ -198,9 +203,10 @@ async fn read_loop(
     mut stream: SplitStream<WebSocket>,
     mut decoder: TwilioDecoder,
     mut inbound: InboundAudio,
-    io: CallIo,
+    io: RouteIo,
 ) -> Outcome {
     while let Some(msg) = stream.next().await {
+        let at = now();
         let res = match &msg {
             Ok(Message::Text(t)) => decoder.decode_text(t.as_str()),
             Ok(Message::Binary(b)) => decoder.decode_binary(b),
@@ -210,11 +216,18 @@ async fn read_loop(
         match res {
             Ok(TwilioEvent::Media(_)) => {
                 while let Some(bytes) = decoder.pop_frame() {
-                    inbound.push(bytes, |f| io.push_frame(f));
+                    inbound.push(bytes, |f| io.push_frame(f, at));
                 }
             }
             Ok(TwilioEvent::Dtmf { digit, .. }) => {
-                let _ = io.control_tx.try_send(CallControl::Dtmf(digit));
+                let control = match DtmfDigit::new(digit) {
+                    Ok(digit) => Control::Dtmf { digit },
+                    Err(e) => Control::Invalid {
+                        code: "invalid_dtmf".into(),
+                        message: e.to_string(),
+                    },
+                };
+                io.push_control(control, at).await;
             }
             Ok(TwilioEvent::Mark { name }) => {
                 let _ = io.cmd_tx.send(WriterCmd::MarkEcho(name)).await;

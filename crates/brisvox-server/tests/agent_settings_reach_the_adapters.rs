@@ -8,7 +8,8 @@ use std::time::Duration;
 use brisvox_providers::openai_llm::OpenAiLlm;
 use brisvox_providers::{LlmRequest, Message};
 use brisvox_server::agent::AgentSettings;
-use brisvox_server::engine::{engine_config, openai_llm_config};
+use brisvox_server::engine::engine_config;
+use brisvox_server::providers::openai_llm_config;
 
 fn agent(extra: &str) -> AgentSettings {
     let text = format!(

@@ -1,4 +1,4 @@
-//! A handler's `clear` (barge-in) reaches the client: a `clear` event on /call,
+//! The edge's `clear` (barge-in) reaches the client: a `clear` event on /call,
 //! a Twilio `clear` on /twilio; frames handed over before it are never sent
 //! after it.
 
@@ -7,8 +7,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use brisvox_core::AudioFrame;
-use brisvox_server::handler::{CallFuture, CallHandler, CallInput, CallOutput, CallStart};
+use brisvox_core::{AudioFrame, Epoch};
+use brisvox_engine::{CallEnd, CallSink, CallSource};
+use brisvox_server::handler::{CallFuture, CallHandler, CallStart, RouteEdge};
 use common::{Seen, send_text};
 use tokio::sync::Notify;
 
@@ -22,30 +23,26 @@ struct SpeakThenClear {
 }
 
 impl CallHandler for SpeakThenClear {
-    fn run_call(
-        &self,
-        start: CallStart,
-        mut input: CallInput,
-        mut output: CallOutput,
-    ) -> CallFuture {
+    fn run_call(&self, start: CallStart, mut edge: RouteEdge) -> CallFuture {
         let written = Arc::clone(&self.written);
         Box::pin(async move {
             let rate = start.output_sample_rate_hz;
             let tone =
                 |v: i16| AudioFrame::from_samples(&vec![v; rate as usize / 50], rate).unwrap();
+            let (old, new) = (Epoch(1), Epoch(2));
             for _ in 0..5 {
-                output.send_frame(tone(1000)).await.unwrap();
+                edge.sink.send_audio(old, tone(1000)).await.unwrap();
             }
             written.notified().await;
             for _ in 0..3 {
-                output.send_frame(tone(1000)).await.unwrap();
+                edge.sink.send_audio(old, tone(1000)).await.unwrap();
             }
-            output.clear().await;
+            edge.sink.clear(new).await;
             for _ in 0..2 {
-                output.send_frame(tone(-1000)).await.unwrap();
+                edge.sink.send_audio(new, tone(-1000)).await.unwrap();
             }
-            while input.recv_frame().await.is_some() {}
-            Ok(())
+            while edge.source.recv().await.is_some() {}
+            Ok(CallEnd::Hangup)
         })
     }
 }

@@ -1,20 +1,18 @@
 //! A failing handler ends the call with `error` `call_failed`, `end`
 //! `handler_error` and close 1011; a call past `limits.max_call_duration_s` is
-//! ended with `end` `max_duration`.
+//! ended by the engine (the call's one length limit) with `end` `max_duration`.
 
 mod common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use brisvox_server::handler::{
-    CallFailed, CallFuture, CallHandler, CallInput, CallOutput, CallStart, EchoCallHandler,
-};
+use brisvox_server::handler::{CallFailed, CallFuture, CallHandler, CallStart, RouteEdge};
 
 struct Failing;
 
 impl CallHandler for Failing {
-    fn run_call(&self, _: CallStart, _: CallInput, _: CallOutput) -> CallFuture {
+    fn run_call(&self, _: CallStart, _: RouteEdge) -> CallFuture {
         Box::pin(async {
             Err(CallFailed {
                 reason: "the LLM refused the key".into(),
@@ -53,11 +51,7 @@ async fn failing_handler() {
 
 #[tokio::test]
 async fn max_call_duration() {
-    let srv = common::server_with(
-        "[limits]\nmax_call_duration_s = 1",
-        Arc::new(EchoCallHandler),
-    )
-    .await;
+    let srv = common::engine_server("", "[limits]\nmax_call_duration_s = 1", None).await;
     let mut ws = common::connect(srv.local_addr(), "/call").await;
     let t0 = tokio::time::Instant::now();
     common::send_text(&mut ws, common::START_PCM16).await;

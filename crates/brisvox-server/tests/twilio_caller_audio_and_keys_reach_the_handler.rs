@@ -7,10 +7,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use brisvox_server::handler::{
-    CallControl, CallFuture, CallHandler, CallInput, CallInputItem, CallOutput, CallStart,
-    CallTransport,
-};
+use brisvox_engine::{CallEnd, CallSource, Control, Inbound};
+use brisvox_server::handler::{CallFuture, CallHandler, CallStart, CallTransport, RouteEdge};
 
 #[derive(Default)]
 struct Recorded {
@@ -24,13 +22,17 @@ struct Recorded {
 struct Recorder(Arc<Mutex<Recorded>>);
 
 impl CallHandler for Recorder {
-    fn run_call(&self, start: CallStart, mut input: CallInput, _output: CallOutput) -> CallFuture {
+    fn run_call(&self, start: CallStart, mut edge: RouteEdge) -> CallFuture {
         let rec = self.0.clone();
         Box::pin(async move {
+            assert_eq!(
+                edge.context.metadata, start.metadata,
+                "the engine sees the metadata"
+            );
             rec.lock().unwrap().start = Some(start);
-            while let Some(item) = input.recv().await {
+            while let Some(item) = edge.source.recv().await {
                 match item {
-                    CallInputItem::Frame(f) => {
+                    Inbound::Audio { frame: f, .. } => {
                         assert_eq!((f.len(), f.sample_rate_hz()), (320, 16000));
                         let peak = f
                             .samples()
@@ -42,13 +44,14 @@ impl CallHandler for Recorder {
                         r.frames += 1;
                         r.loud_frames += usize::from(peak > 4000);
                     }
-                    CallInputItem::Control(CallControl::Dtmf(d)) => {
-                        rec.lock().unwrap().digits.push(d)
-                    }
-                    CallInputItem::Control(other) => panic!("{other:?}"),
+                    Inbound::Control {
+                        control: Control::Dtmf { digit },
+                        ..
+                    } => rec.lock().unwrap().digits.push(digit.as_char()),
+                    other => panic!("{other:?}"),
                 }
             }
-            Ok(())
+            Ok(CallEnd::Hangup)
         })
     }
 }

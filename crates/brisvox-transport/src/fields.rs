@@ -49,6 +49,18 @@ pub(crate) fn opt_string<'a>(
     }
 }
 
+/// An optional boolean field (absent or null gives `None`).
+pub(crate) fn opt_bool(obj: &Object, field: &'static str) -> Result<Option<bool>, FieldError> {
+    match value(obj, field) {
+        Ok(v) => v.as_bool().map(Some).ok_or(FieldError::Invalid {
+            field,
+            expected: "true or false",
+        }),
+        Err(FieldError::Missing { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// An object field.
 pub(crate) fn object<'a>(obj: &'a Object, field: &'static str) -> Result<&'a Object, FieldError> {
     value(obj, field)?.as_object().ok_or(FieldError::Invalid {

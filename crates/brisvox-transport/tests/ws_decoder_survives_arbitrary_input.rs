@@ -84,8 +84,8 @@ proptest! {
             protocol_version: 1, codec: AudioCodec::Pcm16, sample_rate_hz: 16000,
             call_id: "x".into(), metadata: Default::default(),
         }).to_json())).unwrap();
-        let say = ClientControl::Say { text: text.clone() }.to_json();
-        prop_assert_eq!(dec.decode(ClientMessage::Text(&say)).unwrap(), ClientEvent::Say { text });
+        let say = ClientControl::Say { text: text.clone(), interrupt: false }.to_json();
+        prop_assert_eq!(dec.decode(ClientMessage::Text(&say)).unwrap(), ClientEvent::Say { text, interrupt: false });
         let end = ClientControl::End { reason: reason.clone() }.to_json();
         prop_assert_eq!(dec.decode(ClientMessage::Text(&end)).unwrap(), ClientEvent::End { reason });
     }

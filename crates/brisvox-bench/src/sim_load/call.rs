@@ -17,10 +17,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use brisvox_core::AudioFrame;
+use brisvox_core::{AudioFrame, Epoch};
 use brisvox_engine::sim::SimCaller;
-use brisvox_engine::{CallEnd, CallReport, EngineConfig, Models, Providers, run_call};
-use brisvox_engine::{TransportClosed, TransportSink};
+use brisvox_engine::{CallEdge, CallEnd, CallReport, EngineConfig, Models, Providers, run_call};
+use brisvox_engine::{CallSink, TransportClosed};
 use brisvox_providers::mock::{
     Latency, MockLlm, MockLlmConfig, MockStt, MockSttConfig, MockTts, MockTtsConfig,
 };
@@ -129,15 +129,19 @@ pub(crate) fn providers(seed: u64, index: u64) -> Providers {
 #[derive(Debug, Default)]
 pub(crate) struct NullSink;
 
-impl TransportSink for NullSink {
+impl CallSink for NullSink {
     /// # Cancel safety
     ///
     /// Cancel safe: it completes at once.
-    async fn send_frame(&mut self, _frame: AudioFrame) -> Result<(), TransportClosed> {
+    async fn send_audio(
+        &mut self,
+        _epoch: Epoch,
+        _frame: AudioFrame,
+    ) -> Result<(), TransportClosed> {
         Ok(())
     }
 
-    async fn clear(&mut self) {}
+    async fn clear(&mut self, _floor: Epoch) {}
 }
 
 /// What one call did, reduced to what `sim-load` reports.
@@ -173,8 +177,7 @@ pub(crate) async fn run_one(
     let start = Instant::now();
     let result = run_call(
         engine_config(),
-        SimCaller::new(audio),
-        NullSink,
+        CallEdge::new(SimCaller::new(audio), NullSink),
         providers(seed, index),
         Models::energy_and_complete(),
     )
@@ -293,6 +296,7 @@ mod tests {
             normalize_failures: 0,
             frames_out: 0,
             end,
+            context: Default::default(),
         }
     }
 

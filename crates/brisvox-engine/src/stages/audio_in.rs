@@ -15,8 +15,11 @@
 //! [`VAD_HOLD_WINDOWS`] wait is the oldest dropped (counted in `vad_lost`), and
 //! the windows after it keep their audio time.
 //!
-//! The transport source is read here directly: AudioIn is the transport reader.
-//! When it ends (the caller hung up), AudioIn tells the driver and returns.
+//! The edge's [`CallSource`] is read here directly: AudioIn is the route's
+//! reader. Each frame comes with its arrival time, which dates the VAD's
+//! decisions on it; controls go on to the driver with their time, in the
+//! order they arrived among the frames. When the source ends (the caller hung
+//! up), AudioIn tells the driver and returns.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,8 +33,9 @@ use brisvox_models::vad::silero::SileroRate;
 use brisvox_providers::SttSender;
 use tokio::sync::{mpsc, watch};
 
-use super::driver::DriverInput;
+use super::inbox::DriverInput;
 use super::{now, shutdown};
+use crate::edge::{CallSource, Inbound};
 use crate::models::VadSource;
 
 /// Silero outcomes that may wait between the pool and AudioIn, in windows
@@ -135,7 +139,7 @@ pub(crate) struct AudioInParts<S> {
     pub(crate) shutdown: watch::Receiver<bool>,
 }
 
-impl<S: crate::TransportSource> AudioIn<S> {
+impl<S: CallSource> AudioIn<S> {
     /// Builds the actor (opens the call's VAD stream).
     pub(crate) fn new(parts: AudioInParts<S>) -> Self {
         let scorer = match parts.vad {
@@ -190,14 +194,19 @@ impl<S: crate::TransportSource> AudioIn<S> {
                         return;
                     }
                 }
-                frame = self.source.recv_frame() => match frame {
-                    Some(frame) => {
-                        if !self.on_frame(&frame).await {
+                inbound = self.source.recv() => match inbound {
+                    Some(Inbound::Audio { frame, at }) => {
+                        if !self.on_frame(&frame, at).await {
+                            return;
+                        }
+                    }
+                    Some(Inbound::Control { control, at }) => {
+                        if self.driver.send(DriverInput::Control { control, at }).await.is_err() {
                             return;
                         }
                     }
                     None => {
-                        let _ = self.driver.send(DriverInput::Hangup).await;
+                        let _ = self.driver.send(DriverInput::Hangup { at: now() }).await;
                         return;
                     }
                 },
@@ -205,12 +214,12 @@ impl<S: crate::TransportSource> AudioIn<S> {
         }
     }
 
-    /// One caller frame. Returns false when the driver is gone.
-    pub(super) async fn on_frame(&mut self, frame: &AudioFrame) -> bool {
+    /// One caller frame that arrived at `arrived`. Returns false when the
+    /// driver is gone.
+    pub(super) async fn on_frame(&mut self, frame: &AudioFrame, arrived: Instant) -> bool {
         self.stats.frames_in.fetch_add(1, Ordering::Relaxed);
         if self.origin.is_none() {
             // The first frame's audio began one frame duration before it arrived.
-            let arrived = now();
             self.origin = Some(arrived.checked_sub(frame.duration()).unwrap_or(arrived));
         }
         if let Some(ring) = &self.ring {
@@ -233,7 +242,7 @@ impl<S: crate::TransportSource> AudioIn<S> {
             samples = &samples[take..];
             if self.window_len == WINDOW_SAMPLES {
                 self.window_len = 0;
-                if !self.score_window().await {
+                if !self.score_window(arrived).await {
                     return false;
                 }
             }
@@ -241,8 +250,9 @@ impl<S: crate::TransportSource> AudioIn<S> {
         true
     }
 
-    /// Scores the full window. Returns false when the driver is gone.
-    async fn score_window(&mut self) -> bool {
+    /// Scores the full window, completed by a frame that arrived at
+    /// `arrived`. Returns false when the driver is gone.
+    async fn score_window(&mut self, arrived: Instant) -> bool {
         let seq = self.windows;
         self.windows += 1;
         match &mut self.scorer {
@@ -252,7 +262,7 @@ impl<S: crate::TransportSource> AudioIn<S> {
                 } else {
                     0.0
                 };
-                self.on_probability(seq, p).await
+                self.on_probability(seq, p, arrived).await
             }
             Scorer::Silero { stream, hold, .. } => {
                 if hold.windows.len() == VAD_HOLD_WINDOWS {
@@ -312,14 +322,15 @@ impl<S: crate::TransportSource> AudioIn<S> {
         true
     }
 
-    /// A Silero outcome. Returns false when the driver is gone.
+    /// A Silero outcome (decided now, when it came back from the pool).
+    /// Returns false when the driver is gone.
     async fn on_outcome(&mut self, outcome: WindowOutcome) -> bool {
         let seq = match &mut self.scorer {
             Scorer::Silero { hold, .. } => hold.audio_seq(outcome.seq),
             Scorer::Energy { .. } => outcome.seq,
         };
         match outcome.probability {
-            Ok(p) => self.on_probability(seq, p).await,
+            Ok(p) => self.on_probability(seq, p, now()).await,
             Err(_) => {
                 self.stats.vad_lost.fetch_add(1, Ordering::Relaxed);
                 true
@@ -327,12 +338,13 @@ impl<S: crate::TransportSource> AudioIn<S> {
         }
     }
 
-    /// Runs the stop rule on one window. Returns false when the driver is gone.
-    async fn on_probability(&mut self, seq: u64, probability: f32) -> bool {
+    /// Runs the stop rule on one window whose probability was known at
+    /// `decided`. Returns false when the driver is gone.
+    async fn on_probability(&mut self, seq: u64, probability: f32, decided: Instant) -> bool {
         let Some(event) = self.detector.handle_seq(seq, probability) else {
             return true;
         };
-        let origin = self.origin.unwrap_or_else(now);
+        let origin = self.origin.unwrap_or(decided);
         let input = match event {
             VadEvent::SpeechStart { at, decided_at } => {
                 if let Some(ring) = &self.ring {
@@ -343,12 +355,12 @@ impl<S: crate::TransportSource> AudioIn<S> {
                 }
                 DriverInput::SpeechStart {
                     at: origin + at,
-                    decided: now(),
+                    decided,
                 }
             }
             VadEvent::SpeechEnd { speech_end_at, .. } => DriverInput::SpeechEnd {
                 speech_end: origin + speech_end_at,
-                decided: now(),
+                decided,
             },
             VadEvent::Falling { at, .. } if self.falling_hints => DriverInput::SpeechFalling {
                 speech_end: origin + at,

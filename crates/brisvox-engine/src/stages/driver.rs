@@ -12,8 +12,16 @@
 //! snapshot buffers are reused and whose refused and late analyses are failed
 //! verdicts, counted; on an inline pool its result is taken as soon as it is
 //! submitted); responses go to the LLM stage;
-//! `CancelResponse` and `Interrupt` raise the epoch floor, which every stage
-//! watches (the output stage clears the transport); `EndCall` ends the driver.
+//! `CancelResponse`, `CutResponse` and `Interrupt` raise the epoch floor, which
+//! every stage watches (the output stage clears the transport); `EndCall` ends
+//! the driver.
+//!
+//! Controls from the call's edge arrive as [`DriverInput::Control`] with their
+//! time: `say` goes to the machine ([`TurnMachine::handle_say`]), a DTMF digit
+//! becomes an event, metadata is merged into the call's [`CallContext`] (which
+//! the driver owns and returns in the report), a hang-up request ends the call
+//! ([`CallEnd::Requested`]); a control the route could not read, or one the
+//! machine refuses, becomes [`EngineEvent::ControlRejected`].
 
 use std::future::Future;
 use std::pin::Pin;
@@ -29,45 +37,15 @@ use brisvox_models::smart_turn::{
 use tokio::sync::{mpsc, watch};
 
 use super::early::{EarlyAnalysis, EarlyResult};
-use super::llm::LlmInput;
+use super::inbox::{DriverInput, LlmInput};
 use super::{SharedTimeline, now, sleep_until};
 use crate::config::EarlyAnalysisConfig;
-use crate::events::{EngineEvent, EventSink};
+use crate::edge::{CallContext, Control};
+use crate::events::{EngineEvent, EventBus};
 use crate::models::VerdictSource;
 use crate::report::EarlyAnalysisCounters;
 use crate::report::{CallEnd, REPORT_TURN_RECORDS};
 use crate::turn::{Action, StopId, TurnCounters, TurnMachine, Verdict};
-
-/// What the other stages tell the driver.
-#[derive(Debug)]
-pub(crate) enum DriverInput {
-    /// The VAD confirmed speech that started at `at` (audio time).
-    SpeechStart { at: Instant, decided: Instant },
-    /// The VAD's falling hint (early analysis): if this fall is confirmed,
-    /// its stop will carry `speech_end`.
-    SpeechFalling { speech_end: Instant },
-    /// The VAD confirmed a stop; speech ended at `speech_end` (backdated).
-    SpeechEnd {
-        speech_end: Instant,
-        decided: Instant,
-    },
-    /// An interim transcript.
-    Interim(String),
-    /// A final transcript.
-    Final { text: String, from_finalize: bool },
-    /// The STT session is gone for good.
-    SttLost,
-    /// The first frame of `epoch`'s response reached the transport.
-    AudioStarted(Epoch),
-    /// `epoch`'s response has played out (or produced nothing, or failed).
-    ResponseFinished(Epoch),
-    /// A response was cut: what of it the caller heard.
-    Heard(crate::playout::Heard),
-    /// The caller hung up.
-    Hangup,
-    /// The transport refused audio.
-    TransportClosed,
-}
 
 /// What the driver returns when the call ends.
 #[derive(Debug)]
@@ -77,6 +55,7 @@ pub(crate) struct DriverOutcome {
     pub(crate) records: Vec<TurnRecord>,
     pub(crate) records_dropped: u64,
     pub(crate) early_analysis: EarlyAnalysisCounters,
+    pub(crate) context: CallContext,
 }
 
 /// Where the driver's verdicts come from.
@@ -110,7 +89,8 @@ pub(crate) struct TurnDriver {
     finalize: mpsc::Sender<()>,
     verdicts: Verdicts,
     ring: Option<Arc<Mutex<SmartTurnRing>>>,
-    events: EventSink,
+    events: EventBus,
+    context: CallContext,
     /// The analysis in flight on a threaded pool.
     analysis: Option<(StopId, PendingVerdict)>,
     /// Early analysis at falling hints (with Smart Turn, when configured).
@@ -120,6 +100,10 @@ pub(crate) struct TurnDriver {
     records: Vec<TurnRecord>,
     records_dropped: u64,
     end: Option<CallEnd>,
+    /// When the input that ended the call happened.
+    ended_at: Option<Instant>,
+    /// The newest turn whose [`EngineEvent::TurnMetrics`] went out.
+    metrics_sent: u64,
 }
 
 /// What the driver is built from.
@@ -134,7 +118,9 @@ pub(crate) struct DriverParts {
     pub(crate) verdicts: VerdictSource,
     pub(crate) ring: Option<Arc<Mutex<SmartTurnRing>>>,
     /// Where the call's events go.
-    pub(crate) events: EventSink,
+    pub(crate) events: EventBus,
+    /// Who is calling.
+    pub(crate) context: CallContext,
     /// Early analysis settings; `None` is off.
     pub(crate) early_analysis: Option<EarlyAnalysisConfig>,
 }
@@ -157,15 +143,22 @@ impl TurnDriver {
             verdicts: Verdicts::new(parts.verdicts),
             ring: parts.ring,
             events: parts.events,
+            context: parts.context,
             analysis: None,
             records: Vec::new(),
             records_dropped: 0,
             end: None,
+            ended_at: None,
+            metrics_sent: 0,
         }
     }
 
     /// Runs the call's turns until it ends; returns the turn records.
     pub(crate) async fn run(mut self) -> DriverOutcome {
+        self.events.emit(EngineEvent::CallStarted {
+            call_id: self.context.call_id.clone(),
+            metadata: self.context.metadata.clone(),
+        });
         loop {
             self.run_actions().await;
             self.drop_stale_analysis();
@@ -198,7 +191,8 @@ impl TurnDriver {
     }
 
     fn finish(mut self) -> DriverOutcome {
-        self.machine.handle_hangup(now());
+        let at = self.ended_at.unwrap_or_else(now);
+        self.machine.handle_hangup(at);
         if let Some(early) = &mut self.early {
             early.discard();
         }
@@ -218,16 +212,14 @@ impl TurnDriver {
                 .as_ref()
                 .map(EarlyAnalysis::counters)
                 .unwrap_or_default(),
+            context: self.context,
         }
     }
 
     fn on_input(&mut self, input: DriverInput) {
-        if let DriverInput::SpeechFalling { speech_end } = input {
-            self.on_falling(speech_end);
-            return;
-        }
         let m = &mut self.machine;
         match input {
+            DriverInput::SpeechFalling { speech_end } => self.on_falling(speech_end),
             DriverInput::SpeechStart { at, decided } => {
                 if let Some(early) = &mut self.early {
                     early.discard();
@@ -241,9 +233,8 @@ impl TurnDriver {
                 self.last_stop = Some(speech_end);
                 m.handle_speech_end(decided, speech_end);
             }
-            DriverInput::SpeechFalling { .. } => {}
-            DriverInput::Interim(text) => {
-                m.handle_interim(now(), &text);
+            DriverInput::Interim { text, at } => {
+                m.handle_interim(at, &text);
                 self.events.emit(EngineEvent::Transcript {
                     text,
                     is_final: false,
@@ -252,27 +243,72 @@ impl TurnDriver {
             DriverInput::Final {
                 text,
                 from_finalize,
+                at,
             } => {
-                m.handle_final(now(), &text, from_finalize);
+                m.handle_final(at, &text, from_finalize);
                 self.events.emit(EngineEvent::Transcript {
                     text,
                     is_final: true,
                 });
             }
-            DriverInput::AudioStarted(epoch) => {
-                m.handle_response_audio_started(now(), epoch);
+            DriverInput::AudioStarted { epoch, at } => {
+                m.handle_response_audio_started(at, epoch);
                 self.events.emit(EngineEvent::BotSpeakingStarted { epoch });
             }
-            DriverInput::ResponseFinished(epoch) => {
-                m.handle_response_finished(now(), epoch);
+            DriverInput::ResponseFinished { epoch, at } => {
+                m.handle_response_finished(at, epoch);
                 self.events.emit(EngineEvent::BotSpeakingStopped { epoch });
                 self.emit_response_done(epoch);
             }
-            DriverInput::Heard(heard) => self.on_heard(heard),
-            DriverInput::SttLost => self.end = Some(CallEnd::SttLost),
-            DriverInput::Hangup => self.end = Some(CallEnd::Hangup),
-            DriverInput::TransportClosed => self.end = Some(CallEnd::TransportClosed),
+            DriverInput::Heard { heard, .. } => self.on_heard(heard),
+            DriverInput::Control { control, at } => self.on_control(control, at),
+            DriverInput::SttLost { at } => self.end_at(CallEnd::SttLost, at),
+            DriverInput::Hangup { at } => self.end_at(CallEnd::Hangup, at),
+            DriverInput::TransportClosed { at } => self.end_at(CallEnd::TransportClosed, at),
         }
+    }
+
+    /// A control from the call's edge, received at `at`.
+    fn on_control(&mut self, control: Control, at: Instant) {
+        match control {
+            Control::Say { text, interrupt } => {
+                if text.trim().is_empty() {
+                    self.reject("invalid_field", "say.text is empty: nothing to say");
+                } else if !self.machine.handle_say(at, text, interrupt) {
+                    self.reject(
+                        "say_refused",
+                        "say refused: the queue of waiting says is full or the call is ending",
+                    );
+                }
+            }
+            Control::Dtmf { digit } => self.events.emit(EngineEvent::Dtmf { digit }),
+            Control::Metadata { update } => {
+                self.context.metadata.extend(update);
+                self.events.emit(EngineEvent::MetadataUpdated {
+                    metadata: self.context.metadata.clone(),
+                });
+            }
+            Control::Hangup { .. } => self.end_at(CallEnd::Requested, at),
+            Control::Invalid { code, message } => {
+                self.events
+                    .emit(EngineEvent::ControlRejected { code, message });
+            }
+        }
+    }
+
+    /// The call ends (`end`, at `at`), unless it already did.
+    fn end_at(&mut self, end: CallEnd, at: Instant) {
+        if self.end.is_none() {
+            self.end = Some(end);
+            self.ended_at = Some(at);
+        }
+    }
+
+    fn reject(&self, code: &str, message: &str) {
+        self.events.emit(EngineEvent::ControlRejected {
+            code: code.to_owned(),
+            message: message.to_owned(),
+        });
     }
 
     /// Executes every pending action of the machine.
@@ -296,6 +332,10 @@ impl TurnDriver {
                 }
                 Action::ResumeResponse { interrupted, epoch } => {
                     self.send_llm(LlmInput::Resume { interrupted, epoch }).await;
+                }
+                Action::CutResponse { cut, new } => {
+                    self.floor.send_replace(new);
+                    self.events.emit(EngineEvent::Interrupted { old: cut, new });
                 }
                 Action::Interrupt {
                     old,
@@ -352,7 +392,7 @@ impl TurnDriver {
     }
 
     /// Tells the listener the metrics of `epoch`'s turn now that its response ended.
-    fn emit_response_done(&self, epoch: Epoch) {
+    fn emit_response_done(&mut self, epoch: Epoch) {
         let record = self
             .timeline
             .lock()
@@ -361,19 +401,43 @@ impl TurnDriver {
             .filter(|t| t.epoch() == epoch)
             .cloned();
         if let Some(record) = record {
-            self.events.emit(EngineEvent::ResponseDone {
-                record: Box::new(record),
+            self.emit_turn(&record, true);
+        }
+    }
+
+    /// Emits a turn's timeline as it stands: [`EngineEvent::ResponseDone`]
+    /// when its response played out (`done`), else [`EngineEvent::TurnFinished`];
+    /// and, once per caller's turn, [`EngineEvent::TurnMetrics`].
+    fn emit_turn(&mut self, record: &TurnRecord, done: bool) {
+        let epoch = record.epoch().0;
+        let boxed = Box::new(record.clone());
+        if done {
+            self.events
+                .emit(EngineEvent::ResponseDone { record: boxed });
+        } else {
+            self.events
+                .emit(EngineEvent::TurnFinished { record: boxed });
+        }
+        // A caller's turn: not the greeting, nor a say in an epoch of its own.
+        let callers = record.at(TurnEvent::UserSpeechStart).is_some();
+        if callers && epoch > self.metrics_sent {
+            self.metrics_sent = epoch;
+            self.events.emit(EngineEvent::TurnMetrics {
+                record: Box::new(record.clone()),
             });
         }
     }
 
     /// Moves finished turn records from the timeline into the report.
     fn collect_records(&mut self) {
-        let mut timeline = self.timeline.lock().unwrap_or_else(PoisonError::into_inner);
-        for record in timeline.drain_finished() {
-            self.events.emit(EngineEvent::TurnFinished {
-                record: Box::new(record.clone()),
-            });
+        let finished: Vec<TurnRecord> = self
+            .timeline
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain_finished()
+            .collect();
+        for record in finished {
+            self.emit_turn(&record, false);
             if self.records.len() == REPORT_TURN_RECORDS {
                 self.records.remove(0);
                 self.records_dropped += 1;
@@ -571,7 +635,8 @@ mod tests {
             finalize,
             verdicts: VerdictSource::Service(SmartTurnService::with_pool(model, pool.clone())),
             ring: Some(Arc::new(Mutex::new(SmartTurnRing::new()))),
-            events: EventSink::none(),
+            events: EventBus::new(),
+            context: CallContext::default(),
             early_analysis: None,
         });
         let task = tokio::spawn(driver.run());
@@ -602,7 +667,7 @@ mod tests {
         assert_eq!(stats.cancelled, 1, "{stats:?}");
         assert_eq!(stats.completed, 1, "only the holding job ran: {stats:?}");
 
-        send(&tx, DriverInput::Hangup).await;
+        send(&tx, DriverInput::Hangup { at: now() }).await;
         let outcome = task.await.expect("the driver ends");
         assert_eq!(outcome.counters.stale_verdicts, 0);
     }

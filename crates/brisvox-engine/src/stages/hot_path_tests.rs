@@ -109,8 +109,12 @@ async fn audio_in_run(frames: &[AudioFrame]) -> Vec<Duration> {
     });
     let mut times = Vec::with_capacity(frames.len());
     for frame in frames {
+        let arrived = super::now();
         let start = wall();
-        assert!(audio_in.on_frame(frame).await, "the driver is there");
+        assert!(
+            audio_in.on_frame(frame, arrived).await,
+            "the driver is there"
+        );
         times.push(start.elapsed());
         // The STT provider and the driver take what AudioIn handed them
         // (outside the timed section, as other tasks would).
@@ -159,7 +163,7 @@ fn output_run(out_rate_hz: u32, frames: usize) -> Vec<Duration> {
         while let Some(frame) = framer.next_frame() {
             assert!(pacer.handle_frame(now, epoch, frame).is_ok(), "room");
         }
-        while let PacerOutput::Release(frame) = pacer.poll(now) {
+        while let PacerOutput::Release { frame, .. } = pacer.poll(now) {
             std::hint::black_box(frame);
             pacer.handle_sent(now);
         }

@@ -45,26 +45,13 @@ use brisvox_providers::{
 };
 use tokio::sync::{mpsc, watch};
 
-use super::segmenter::SegInput;
+use super::inbox::{LlmInput, SegInput};
 use super::spoken::Spoken;
 use super::tool_calls::{PENDING_RESULT, ToolCalls, ToolDone, with_ids};
 use super::{SharedTimeline, forward, mark, now, shutdown, sleep_until, stale_opt};
-use crate::events::{EngineEvent, EventSink};
+use crate::events::{EngineEvent, EventBus};
 use crate::report::{FailureBook, ProviderStage};
 use crate::tools::{LlmUsage, ToolCounters, ToolExecutor, ToolSettings};
-
-/// What the driver asks of the LLM stage.
-#[derive(Debug)]
-pub(crate) enum LlmInput {
-    /// Answer the caller's `user_text` in `epoch`.
-    Start { epoch: Epoch, user_text: String },
-    /// Say `text` in `epoch` without the model.
-    Speak { epoch: Epoch, text: String },
-    /// The caller heard the first `words` words of `epoch`'s answer.
-    Heard { epoch: Epoch, words: usize },
-    /// Speak the words of `interrupted`'s answer the caller did not hear, in `epoch`.
-    Resume { interrupted: Epoch, epoch: Epoch },
-}
 
 /// A response being streamed, or waiting for its tool calls.
 struct Active {
@@ -110,7 +97,7 @@ pub(crate) struct LlmStage {
     floor: watch::Receiver<Epoch>,
     shutdown: watch::Receiver<bool>,
     tools: ToolCalls,
-    events: EventSink,
+    events: EventBus,
     usage: LlmUsage,
     /// The turn whose filler was said (once per turn).
     filler_said: Option<Epoch>,
@@ -133,7 +120,7 @@ pub(crate) struct LlmParts {
     pub(crate) shutdown: watch::Receiver<bool>,
     pub(crate) tools: Option<Arc<dyn ToolExecutor>>,
     pub(crate) tool_settings: ToolSettings,
-    pub(crate) events: EventSink,
+    pub(crate) events: EventBus,
 }
 
 impl LlmStage {

@@ -1,7 +1,8 @@
 //! The stage tasks of a call: small actors around the sans-IO cores.
 //!
 //! Each stage owns its state and one bounded inbox (capacity in
-//! [`QueueCapacities`](crate::QueueCapacities)); `run(self)` loops over the
+//! [`QueueCapacities`](crate::QueueCapacities); the inbox types are all in
+//! [`inbox`], so no stage imports another); `run(self)` loops over the
 //! inbox, its provider events and its timer, and hands each to an `on_*`
 //! handler. Every stage also watches two signals:
 //!
@@ -19,7 +20,7 @@
 pub(crate) mod audio_in;
 pub(crate) mod driver;
 pub(crate) mod early;
-pub(crate) mod frame_queue;
+pub(crate) mod inbox;
 pub(crate) mod llm;
 pub(crate) mod output;
 pub(crate) mod segmenter;
@@ -142,7 +143,7 @@ impl<T> Outbox<T> for mpsc::Sender<T> {
     }
 }
 
-impl<T> Outbox<T> for frame_queue::QueueSender<T> {
+impl<T> Outbox<T> for crate::frame_queue::QueueSender<T> {
     async fn put(&self, item: T) -> bool {
         self.send(item).await.is_ok()
     }

@@ -3,7 +3,8 @@
 //! Drives the sans-IO [`OutputPacer`] by its rule: feed the inputs, poll until
 //! `WaitUntil` or `Idle`, sleep until the deadline (never on a due one: the
 //! pacer only returns future deadlines, and due items are released at once) or
-//! the next input. Each released frame is handed to the [`TransportSink`];
+//! the next input. Each released frame comes back from the pacer with its
+//! epoch and is handed to the [`CallSink`] tagged with it;
 //! the hand-off of a response's first frame marks `FirstAudioOut` and tells the
 //! driver the bot is speaking; a played-out turn end marks `LastAudioOut` and
 //! tells the driver the response finished.
@@ -19,42 +20,22 @@
 //! what of it the caller heard ([`DriverInput::Heard`]).
 //!
 //! The inbox is read only while the pacer has room (backpressure towards the
-//! TTS stage); the pacer's own queue is allocated once, like the epoch mirror
-//! that tells whose frame each release is.
+//! TTS stage); the pacer's own queue is allocated once.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use brisvox_audio::pacer::{PACER_QUEUE_CAPACITY, PACER_TURN_END_SLOTS};
 use brisvox_audio::{OutputPacer, PacerMetrics, PacerOutput};
 use brisvox_core::timeline::TurnEvent;
 use brisvox_core::{AudioFrame, Epoch};
 use tokio::sync::{mpsc, watch};
 
-use super::driver::DriverInput;
-use super::frame_queue::QueueReceiver;
+use super::inbox::{DriverInput, OutInput};
 use super::{SharedTimeline, mark, now, shutdown, sleep_until, stale};
+use crate::edge::CallSink;
+use crate::frame_queue::QueueReceiver;
 use crate::playout::PlayoutBook;
-use crate::transport::TransportSink;
-
-/// What the TTS stage sends.
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)] // Frames stay inline: boxing would allocate per frame.
-pub(crate) enum OutInput {
-    /// A frame of `epoch`'s response at the transport rate.
-    Frame { epoch: Epoch, frame: AudioFrame },
-    /// A chunk of `epoch`'s text, as written, was sent to the TTS.
-    Text { epoch: Epoch, text: String },
-    /// The TTS's word timings of `epoch`'s audio.
-    Words {
-        epoch: Epoch,
-        words: Vec<brisvox_providers::WordTiming>,
-    },
-    /// `epoch`'s response has no more audio.
-    End { epoch: Epoch },
-}
 
 /// The transport refused a frame.
 struct Closed;
@@ -64,8 +45,6 @@ pub(crate) struct OutputStage<K> {
     sink: K,
     inbox: QueueReceiver<OutInput>,
     pacer: OutputPacer,
-    /// The epoch of every item queued in the pacer, in the pacer's order.
-    queued: VecDeque<Epoch>,
     /// The epoch whose audio has reached the transport since its last end.
     playing: Option<Epoch>,
     /// What each recent response sent and what of it was played.
@@ -79,7 +58,7 @@ pub(crate) struct OutputStage<K> {
     shutdown: watch::Receiver<bool>,
 }
 
-impl<K: TransportSink> OutputStage<K> {
+impl<K: CallSink> OutputStage<K> {
     /// Builds the actor.
     pub(crate) fn new(
         sink: K,
@@ -94,7 +73,6 @@ impl<K: TransportSink> OutputStage<K> {
             sink,
             inbox,
             pacer: OutputPacer::new(),
-            queued: VecDeque::with_capacity(PACER_QUEUE_CAPACITY + PACER_TURN_END_SLOTS),
             playing: None,
             book: PlayoutBook::new(),
             reported: None,
@@ -112,7 +90,8 @@ impl<K: TransportSink> OutputStage<K> {
             let wait = match self.release_due().await {
                 Ok(wait) => wait,
                 Err(Closed) => {
-                    let _ = self.driver.send(DriverInput::TransportClosed).await;
+                    let closed = DriverInput::TransportClosed { at: now() };
+                    let _ = self.driver.send(closed).await;
                     break;
                 }
             };
@@ -140,7 +119,6 @@ impl<K: TransportSink> OutputStage<K> {
                 let ms = frame.duration().as_secs_f64() * 1000.0;
                 // Cannot be full: the inbox is read only while the pacer has room.
                 if self.pacer.handle_frame(now, epoch, frame).is_ok() && !stale {
-                    self.queued.push_back(epoch);
                     self.book.audio_produced(epoch, ms);
                 }
             }
@@ -148,15 +126,11 @@ impl<K: TransportSink> OutputStage<K> {
             OutInput::Words { epoch, words } => self.book.word_timings(epoch, &words),
             OutInput::End { epoch } => {
                 self.book.chunk_done(epoch);
-                let stale = epoch.is_stale(self.pacer.epoch());
-                match self.pacer.handle_tts_end(now, epoch) {
-                    Ok(()) if !stale => self.queued.push_back(epoch),
-                    Ok(()) => {}
-                    // More turn ends pending than the pacer holds: finish at once
-                    // rather than lose the end (the driver must hear of it).
-                    Err(_) => {
-                        let _ = self.driver.try_send(DriverInput::ResponseFinished(epoch));
-                    }
+                // More turn ends pending than the pacer holds: finish at once
+                // rather than lose the end (the driver must hear of it).
+                if self.pacer.handle_tts_end(now, epoch).is_err() {
+                    let finished = DriverInput::ResponseFinished { epoch, at: now };
+                    let _ = self.driver.try_send(finished);
                 }
             }
         }
@@ -166,16 +140,14 @@ impl<K: TransportSink> OutputStage<K> {
     async fn release_due(&mut self) -> Result<Option<Instant>, Closed> {
         loop {
             match self.pacer.poll(now()) {
-                PacerOutput::Release(frame) => {
-                    let epoch = self.queued.pop_front().unwrap_or(self.pacer.epoch());
-                    self.send(epoch, frame).await?;
-                }
+                PacerOutput::Release { epoch, frame } => self.send(epoch, frame).await?,
                 PacerOutput::TtsEnded(epoch) => {
-                    self.queued.pop_front();
+                    let at = now();
                     if self.playing.take().is_some() {
-                        mark(&self.timeline, epoch, TurnEvent::LastAudioOut, now());
+                        mark(&self.timeline, epoch, TurnEvent::LastAudioOut, at);
                     }
-                    let _ = self.driver.send(DriverInput::ResponseFinished(epoch)).await;
+                    let finished = DriverInput::ResponseFinished { epoch, at };
+                    let _ = self.driver.send(finished).await;
                 }
                 PacerOutput::WaitUntil(deadline) => return Ok(Some(deadline)),
                 PacerOutput::Idle => return Ok(None),
@@ -190,7 +162,7 @@ impl<K: TransportSink> OutputStage<K> {
         let sent = tokio::select! {
             biased;
             () = stale(&mut self.floor, current) => None,
-            sent = self.sink.send_frame(frame) => Some(sent),
+            sent = self.sink.send_audio(epoch, frame) => Some(sent),
         };
         match sent {
             // Abandoned: the pacer drops the frame in flight; it is never played.
@@ -204,7 +176,8 @@ impl<K: TransportSink> OutputStage<K> {
                 if self.playing != Some(epoch) {
                     self.playing = Some(epoch);
                     mark(&self.timeline, epoch, TurnEvent::FirstAudioOut, at);
-                    let _ = self.driver.send(DriverInput::AudioStarted(epoch)).await;
+                    let started = DriverInput::AudioStarted { epoch, at };
+                    let _ = self.driver.send(started).await;
                 }
             }
         }
@@ -215,10 +188,9 @@ impl<K: TransportSink> OutputStage<K> {
     async fn on_interrupt(&mut self) {
         let floor = *self.floor.borrow_and_update();
         self.pacer.handle_interrupt(now(), floor);
-        self.queued.retain(|e| !e.is_stale(floor));
         if let Some(old) = self.playing.filter(|e| e.is_stale(floor)) {
             self.playing = None;
-            self.sink.clear().await;
+            self.sink.clear(floor).await;
             mark(&self.timeline, old, TurnEvent::AudioOutStopped, now());
         }
         self.report_heard(floor).await;
@@ -235,7 +207,7 @@ impl<K: TransportSink> OutputStage<K> {
         }
         self.reported = Some(cut);
         if let Some(heard) = self.book.heard(cut) {
-            let _ = self.driver.send(DriverInput::Heard(heard)).await;
+            let _ = self.driver.send(DriverInput::Heard { heard, at: now() }).await;
         }
     }
 }

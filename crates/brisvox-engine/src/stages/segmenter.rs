@@ -14,20 +14,8 @@ use brisvox_core::timeline::TurnEvent;
 use brisvox_text::segment::{Segmenter, SegmenterConfig};
 use tokio::sync::{mpsc, watch};
 
-use super::tts::TtsInput;
+use super::inbox::{SegInput, TtsInput};
 use super::{SharedTimeline, forward, mark, now, shutdown};
-
-/// What the LLM stage sends.
-#[derive(Debug)]
-pub(crate) enum SegInput {
-    /// More answer text of `epoch`.
-    Delta { epoch: Epoch, text: String },
-    /// Speak what `epoch` has sent so far, even mid-sentence: the response
-    /// pauses (its tools run) but has not ended.
-    Flush { epoch: Epoch },
-    /// `epoch`'s answer is complete (or failed).
-    End { epoch: Epoch },
-}
 
 /// The segmenter stage actor.
 pub(crate) struct SegmenterStage {

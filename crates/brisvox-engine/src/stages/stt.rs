@@ -20,8 +20,8 @@ use brisvox_providers::{
 };
 use tokio::sync::{mpsc, watch};
 
-use super::driver::DriverInput;
-use super::shutdown;
+use super::inbox::DriverInput;
+use super::{now, shutdown};
 use crate::report::{FailureBook, ProviderStage};
 
 /// Finalize requests that may wait for the STT stage.
@@ -108,7 +108,7 @@ impl SttStage {
     /// One event (`None`: the session is gone). Returns false to stop.
     async fn on_event(&mut self, event: Option<SttEvent>) -> bool {
         let input = match event {
-            Some(SttEvent::Interim { text }) => DriverInput::Interim(text),
+            Some(SttEvent::Interim { text }) => DriverInput::Interim { text, at: now() },
             Some(SttEvent::Final {
                 text,
                 from_finalize,
@@ -116,6 +116,7 @@ impl SttStage {
             }) => DriverInput::Final {
                 text,
                 from_finalize,
+                at: now(),
             },
             Some(SttEvent::Error(error)) => {
                 self.failures.count(ProviderStage::Stt, error.kind());
@@ -148,7 +149,7 @@ impl SttStage {
                 Err(error) => self.count(&error),
             }
         }
-        let _ = self.driver.send(DriverInput::SttLost).await;
+        let _ = self.driver.send(DriverInput::SttLost { at: now() }).await;
         false
     }
 

@@ -9,8 +9,10 @@
 //! `normalize_failures`; the recorded text stays the raw chunk). Marks: `TtsRequest` when the context
 //! starts, `TtsFirstText` when its first text is handed to the session,
 //! `TtsFirstByte` at its first audio. Audio goes through the
-//! [`OutputFramer`] (resampled to the transport rate, whole frames) to the
-//! output stage, tagged with the epoch; `Done` flushes the framer and ends the
+//! [`OutputFramer`] (resampled to the transport rate, whole frames; built
+//! off the workers before the call, and a provider's change of rate builds
+//! the new resampler on a blocking thread) to the output stage, tagged with
+//! the epoch; `Done` flushes the framer and ends the
 //! response downstream.
 //!
 //! Failures end the response, never the call: a context error, a stall longer
@@ -25,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use brisvox_audio::OutputFramer;
+use brisvox_audio::resample::StreamResampler;
 use brisvox_core::Epoch;
 use brisvox_core::timeline::TurnEvent;
 use brisvox_providers::{
@@ -34,25 +37,12 @@ use brisvox_text::Language;
 use brisvox_text::normalize::{needs_offload, normalize};
 use tokio::sync::{mpsc, watch};
 
-use super::frame_queue::QueueSender;
-use super::output::OutInput;
+use super::inbox::{OutInput, TtsInput};
 use super::{
     SharedTimeline, forward, mark, now, shutdown, sleep_until, stale_opt, unless_shutdown,
 };
+use crate::frame_queue::QueueSender;
 use crate::report::{FailureBook, ProviderStage};
-
-/// What the segmenter sends.
-#[derive(Debug)]
-pub(crate) enum TtsInput {
-    /// A chunk to speak in `epoch`.
-    Chunk { epoch: Epoch, text: String },
-    /// `epoch`'s response waits (its tools run): what was sent may play out
-    /// and the provider may go quiet without that being a stall, until the
-    /// next chunk.
-    Pause { epoch: Epoch },
-    /// `epoch`'s text is complete.
-    End { epoch: Epoch },
-}
 
 /// The response being spoken.
 #[derive(Debug, Clone, Copy)]
@@ -349,12 +339,30 @@ impl TtsStage {
         if !current.paused {
             current.deadline = Some(now() + self.stall_limit);
         }
+        if rate_hz != self.framer.in_rate_hz() && !self.switch_rate(rate_hz).await {
+            self.fail(&ProviderError::protocol("tts audio at an unusable rate"))
+                .await;
+            return;
+        }
         if self.framer.push(samples, rate_hz).is_err() {
             self.fail(&ProviderError::protocol("tts audio at an unusable rate"))
                 .await;
             return;
         }
         self.frames_downstream().await;
+    }
+
+    /// The provider changed its audio rate: the framer's new resampler is
+    /// built on a blocking thread (a sinc filter takes milliseconds), never on
+    /// the worker. False if it cannot be built.
+    async fn switch_rate(&mut self, rate_hz: u32) -> bool {
+        let out_hz = self.framer.out_rate_hz();
+        let built =
+            tokio::task::spawn_blocking(move || StreamResampler::new(rate_hz, out_hz)).await;
+        match built {
+            Ok(Ok(next)) => self.framer.switch_input(next).is_ok(),
+            _ => false,
+        }
     }
 
     /// Sends every whole frame downstream; false if the response went stale.

@@ -137,6 +137,15 @@ pub enum Action {
         /// The epoch the rest is spoken in.
         epoch: Epoch,
     },
+    /// A `say` with `interrupt` cuts the bot: cancel the response of `cut`
+    /// (LLM and TTS), clear the transport if it was audible, and continue in
+    /// `new` (not a barge-in: no caller speech, nothing counted as one).
+    CutResponse {
+        /// The epoch whose response is dropped.
+        cut: Epoch,
+        /// The epoch the say is spoken in.
+        new: Epoch,
+    },
     /// Barge-in: cancel the response of `old`, clear the transport, and continue in `new`.
     Interrupt {
         /// The interrupted epoch.
@@ -468,6 +477,36 @@ impl TurnMachine {
         }
     }
 
+    /// A `say` arrived at `now`: without `interrupt`, [`say`](Self::say);
+    /// with it, the bot's current speech (answer, say or prompt) is cut
+    /// ([`Action::CutResponse`]), queued says are dropped and `text` is spoken
+    /// at once. The caller is never talked over: while the caller holds the
+    /// floor an interrupting say waits at the head of the queue. Returns false
+    /// when the say is refused (a full queue, an ended call).
+    pub fn handle_say(&mut self, _now: Instant, text: String, interrupt: bool) -> bool {
+        if !interrupt || self.state == TurnState::Ended {
+            return self.say(text);
+        }
+        self.says.clear();
+        match self.state {
+            TurnState::UserSpeaking | TurnState::UserPaused => self.says.push_back(text),
+            TurnState::BotThinking | TurnState::BotSpeaking => {
+                let cut = self.epoch;
+                self.epoch = self.epoch.next();
+                self.actions.push_back(Action::CutResponse {
+                    cut,
+                    new: self.epoch,
+                });
+                self.speak(text, SpeakKind::Say);
+            }
+            TurnState::Listening | TurnState::Ended => {
+                self.idle_deadline = None;
+                self.speak(text, SpeakKind::Say);
+            }
+        }
+        true
+    }
+
     /// Asks the bot to say `text` as soon as it is idle. Returns false when the
     /// queue of waiting requests is full.
     pub fn say(&mut self, text: String) -> bool {
@@ -664,7 +703,10 @@ impl TurnMachine {
                 return;
             }
             self.state = TurnState::Listening;
-            self.arm_idle(now);
+            match self.says.pop_front() {
+                Some(say) => self.speak(say, SpeakKind::Say),
+                None => self.arm_idle(now),
+            }
             return;
         }
         self.turn.finals = text.clone();

@@ -726,6 +726,54 @@ fn say_speaks_at_once_when_idle_and_waits_while_busy() {
 }
 
 #[test]
+fn an_interrupting_say_cuts_the_bot_and_speaks_in_a_new_epoch() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.user_turn(0, 1000, "hello");
+    d.m.handle_response_audio_started(d.at(1500), Epoch(1));
+    d.drain();
+    assert!(d.m.say("queued".into()), "queued behind the answer");
+    assert!(d.m.handle_say(d.at(1600), "now".into(), true));
+    let out = d.drain();
+    assert!(
+        matches!(
+            out.as_slice(),
+            [
+                Action::CutResponse { cut: Epoch(1), new: Epoch(2) },
+                Action::Speak { epoch: Epoch(2), text, kind: SpeakKind::Say },
+            ] if text == "now"
+        ),
+        "{out:?}"
+    );
+    // The cut answer's end is stale; the say's end frees the bot, and the
+    // say queued before the cut was dropped.
+    d.m.handle_response_finished(d.at(1700), Epoch(1));
+    assert_eq!(d.m.state(), TurnState::BotThinking);
+    d.m.handle_response_finished(d.at(2500), Epoch(2));
+    assert!(d.drain().is_empty(), "{:?}", d.m.state());
+    assert_eq!(d.m.state(), TurnState::Listening);
+    assert_eq!(d.m.counters().barge_ins, 0, "a cut is not a barge-in");
+}
+
+#[test]
+fn a_say_never_talks_over_the_caller() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.speech(0, 64);
+    assert!(d.m.handle_say(d.at(100), "later".into(), true));
+    assert!(d.drain().is_empty(), "the caller holds the floor");
+    d.stop(1000, 1100);
+    d.verdict(1125, COMPLETE);
+    d.final_(1250, "");
+    let out = d.drain();
+    // An empty turn gives the floor back: the waiting say is spoken.
+    let spoken = d
+        .log
+        .iter()
+        .chain(out.iter())
+        .any(|a| matches!(a, Action::Speak { text, .. } if text == "later"));
+    assert!(spoken, "{:?}", d.log);
+}
+
+#[test]
 fn the_idle_guard_prompts_then_ends_the_call() {
     let mut d = Driver::new(TurnConfig {
         idle: Some(IdleConfig {

@@ -296,9 +296,14 @@ pub async fn run_with(
 ) -> Run {
     let (sink, log) = RecordingSink::new();
     let t0 = tokio::time::Instant::now().into_std();
-    let report = run_call(config, SimCaller::new(samples), sink, providers, models)
-        .await
-        .expect("a valid config");
+    let report = run_call(
+        config,
+        brisvox_engine::CallEdge::new(SimCaller::new(samples), sink),
+        providers,
+        models,
+    )
+    .await
+    .expect("a valid config");
     Run {
         report,
         sink: log,

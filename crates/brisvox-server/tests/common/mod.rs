@@ -42,6 +42,54 @@ pub async fn server() -> RunningServer {
     server_with("", Arc::new(EchoCallHandler)).await
 }
 
+/// The engine's sections for tests: the energy VAD and an always-complete
+/// verdict (no model files); the providers stay the mocks.
+pub const MOCK_ENGINE: &str =
+    "[vad]\ndetector = \"energy\"\nmin_silence_ms = 100\n[turn]\nanalyzer = \"always_complete\"\n";
+
+/// A server running the real engine with mock providers: the agent file is
+/// `top` (top-level keys; no greeting unless it sets one), [`MOCK_ENGINE`] and
+/// `sections` (other sections than `[vad]` and `[turn]`), with `observer` on
+/// every call's events when given.
+pub async fn engine_server(
+    top: &str,
+    sections: &str,
+    observer: Option<Arc<dyn brisvox_engine::EventObserver>>,
+) -> RunningServer {
+    let greeting = if top.contains("greeting") {
+        ""
+    } else {
+        "greeting = \"\"\n"
+    };
+    let toml = format!("{greeting}{top}\n{MOCK_ENGINE}{sections}\n");
+    let agent = AgentSettings::from_toml_str(&toml, &|n| Some(format!("tok-{n}"))).unwrap();
+    let mut handler = brisvox_server::engine::EngineCallHandler::new(&agent).unwrap();
+    if let Some(observer) = observer {
+        handler = handler.with_observer(observer);
+    }
+    server_with(&toml, Arc::new(handler)).await
+}
+
+/// Reads until an event of `kind`, returning the events and the count of
+/// audible audio messages (any byte off silence) seen before it.
+pub async fn until_event(ws: &mut Ws, kind: &str) -> (Vec<serde_json::Value>, usize) {
+    let mut events = Vec::new();
+    let mut audible = 0;
+    loop {
+        match next(ws).await {
+            Seen::Event(v) => {
+                let done = v["type"] == kind;
+                events.push(v);
+                if done {
+                    return (events, audible);
+                }
+            }
+            Seen::Audio(a) => audible += usize::from(a.chunks(2).any(|s| s != [0, 0])),
+            Seen::Closed(c) => panic!("closed ({c:?}) while waiting for {kind}: {events:?}"),
+        }
+    }
+}
+
 /// GET `path`; returns (status, body).
 pub async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();

@@ -38,6 +38,14 @@ pub enum ClientEvent {
     Say {
         /// What to say.
         text: String,
+        /// Cut the bot now (`true`) or queue after its current answer
+        /// (`false`, the default).
+        interrupt: bool,
+    },
+    /// The client reports a key press.
+    Dtmf {
+        /// The key: `0`-`9`, `*`, `#` or `A`-`D`.
+        digit: char,
     },
 }
 
@@ -71,7 +79,7 @@ pub enum DecodeError {
     #[error("message has no \"type\" field")]
     MissingType,
     /// A `type` this protocol version does not know.
-    #[error("unknown message type {kind:?} (expected start, end or say)")]
+    #[error("unknown message type {kind:?} (expected start, end, say or dtmf)")]
     UnknownType {
         /// The type given.
         kind: String,
@@ -342,6 +350,7 @@ impl ClientMessageDecoder {
             "start" => self.on_start(&obj),
             "end" => self.on_end(&obj),
             "say" => self.on_say(&obj),
+            "dtmf" => self.on_dtmf(&obj),
             "audio" | "media" => Err(DecodeError::TextWhereAudioBelongs {
                 len_bytes: text.len(),
             }),
@@ -377,10 +386,31 @@ impl ClientMessageDecoder {
         if !matches!(self.state, State::Started { .. }) {
             return Err(DecodeError::ControlBeforeStart { kind: "say" });
         }
-        let text = fields::string(obj, "text").map_err(|e| DecodeError::field("say", e))?;
+        let err = |e| DecodeError::field("say", e);
+        let text = fields::string(obj, "text").map_err(err)?;
+        let interrupt = fields::opt_bool(obj, "interrupt").map_err(err)?;
         Ok(ClientEvent::Say {
             text: text.to_owned(),
+            interrupt: interrupt.unwrap_or(false),
         })
+    }
+
+    fn on_dtmf(&mut self, obj: &Object) -> Result<ClientEvent, DecodeError> {
+        if !matches!(self.state, State::Started { .. }) {
+            return Err(DecodeError::ControlBeforeStart { kind: "dtmf" });
+        }
+        let digit = fields::string(obj, "digit").map_err(|e| DecodeError::field("dtmf", e))?;
+        let mut chars = digit.chars();
+        match (chars.next().map(|c| c.to_ascii_uppercase()), chars.next()) {
+            (Some(c @ ('0'..='9' | '*' | '#' | 'A'..='D')), None) => {
+                Ok(ClientEvent::Dtmf { digit: c })
+            }
+            _ => Err(DecodeError::InvalidField {
+                message: "dtmf",
+                field: "digit",
+                expected: "one of 0-9, *, #, A-D",
+            }),
+        }
     }
 }
 

@@ -96,6 +96,11 @@ pub enum ServerEvent {
         #[serde(flatten)]
         metrics: TurnMetricsMs,
     },
+    /// The engine saw a key press (a client's `dtmf`).
+    Dtmf {
+        /// The key: `0`-`9`, `*`, `#` or `A`-`D`.
+        digit: String,
+    },
     /// Something went wrong; `code` is stable, `message` is for people.
     Error {
         /// Stable machine-readable code (see the protocol document).
@@ -153,6 +158,14 @@ pub enum ClientControl {
     Say {
         /// What to say.
         text: String,
+        /// Cut the bot now instead of queueing after its current answer.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        interrupt: bool,
+    },
+    /// Reports a key press.
+    Dtmf {
+        /// The key: `0`-`9`, `*`, `#` or `A`-`D`.
+        digit: String,
     },
 }
 

@@ -1,5 +1,7 @@
 //! A bounded single-producer, single-consumer queue whose storage is allocated
-//! once, at its capacity: the TTS stage's link to the output stage.
+//! once, at its capacity: the TTS stage's link to the output stage, and the
+//! [`audio_queue`](crate::edge::audio_queue) between the output stage and a
+//! route's writer.
 //!
 //! Why not `tokio::sync::mpsc`: its storage grows in blocks of 32 slots
 //! whatever the capacity, and an output item holds an [`AudioFrame`] inline
@@ -93,6 +95,39 @@ impl<T> QueueSender<T> {
     }
 }
 
+impl<T> QueueSender<T> {
+    /// Queues `item` if there is room; hands it back if the queue is full or
+    /// the receiver is gone (never waits).
+    pub(crate) fn try_send(&self, item: T) -> Result<(), T> {
+        {
+            let mut state = self.shared.lock();
+            if !state.receiver_alive || state.items.len() == state.capacity {
+                return Err(item);
+            }
+            state.items.push_back(item);
+        }
+        self.shared.item_ready.notify_one();
+        Ok(())
+    }
+
+    /// Drops every queued item and queues `item` in their place, at once
+    /// (a barge-in's clear). Hands `item` back if the receiver is gone.
+    pub(crate) fn replace_all(&self, item: T) -> Result<(), T> {
+        {
+            let mut state = self.shared.lock();
+            if !state.receiver_alive {
+                return Err(item);
+            }
+            // Dropped under the lock: the queue's items (frames) own no heap
+            // memory, and collecting them elsewhere would allocate.
+            state.items.clear();
+            state.items.push_back(item);
+        }
+        self.shared.item_ready.notify_one();
+        Ok(())
+    }
+}
+
 impl<T> Drop for QueueSender<T> {
     fn drop(&mut self) {
         self.shared.lock().sender_alive = false;
@@ -130,6 +165,17 @@ impl<T> QueueReceiver<T> {
             }
             ready.await;
         }
+    }
+}
+
+impl<T> QueueReceiver<T> {
+    /// The oldest item, if one waits.
+    pub(crate) fn try_recv(&mut self) -> Option<T> {
+        let item = self.shared.lock().items.pop_front();
+        if item.is_some() {
+            self.shared.room_ready.notify_one();
+        }
+        item
     }
 }
 

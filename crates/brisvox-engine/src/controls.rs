@@ -1,0 +1,75 @@
+//! The controls a route hands the engine besides audio, and their parts
+//! (a leaf module: the edge and the events both use it).
+
+/// Free key/value metadata of a call (the client's `start.metadata`, Twilio's
+/// `customParameters`, later the agent link's context updates).
+pub type Metadata = serde_json::Map<String, serde_json::Value>;
+
+/// A DTMF key: `0`-`9`, `*`, `#` or `A`-`D`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DtmfDigit(char);
+
+/// A character that is not a DTMF key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a DTMF key (0-9, *, #, A-D)")]
+pub struct NotADtmfDigit(pub char);
+
+impl DtmfDigit {
+    /// The key `c`, if it is one (`a`-`d` are taken as `A`-`D`).
+    pub fn new(c: char) -> Result<Self, NotADtmfDigit> {
+        let c = c.to_ascii_uppercase();
+        match c {
+            '0'..='9' | '*' | '#' | 'A'..='D' => Ok(DtmfDigit(c)),
+            _ => Err(NotADtmfDigit(c)),
+        }
+    }
+
+    /// The key as a character.
+    pub fn as_char(self) -> char {
+        self.0
+    }
+}
+
+/// A control from the route, outside the audio. Each reaches the turn driver
+/// with the time the route received it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Control {
+    /// Speak `text` without the LLM. `interrupt: true` cuts what the bot is
+    /// saying (its answer, a say or a prompt; queued says are dropped) and
+    /// speaks at once; `false` queues it after the current answer. Neither
+    /// talks over the caller: while the caller holds the floor the say waits
+    /// (an interrupting one at the head of the queue).
+    Say {
+        /// What to say.
+        text: String,
+        /// Cut the bot now instead of waiting for it to finish.
+        interrupt: bool,
+    },
+    /// The caller pressed a key (reported as [`EngineEvent::Dtmf`](crate::EngineEvent::Dtmf)).
+    Dtmf {
+        /// The key.
+        digit: DtmfDigit,
+    },
+    /// Metadata to merge into the call's context (a key given again replaces
+    /// the old value).
+    Metadata {
+        /// The entries.
+        update: Metadata,
+    },
+    /// End the call now (the agent, the application or the server asks).
+    /// `run_call` returns with [`CallEnd::Requested`](crate::CallEnd::Requested).
+    Hangup {
+        /// Why, for the logs.
+        reason: String,
+    },
+    /// A control the route could not read (malformed, unknown, refused): the
+    /// engine reports it as [`EngineEvent::ControlRejected`](crate::EngineEvent::ControlRejected)
+    /// with this stable `code`, so no bad control goes unanswered.
+    Invalid {
+        /// Stable, machine-readable code (`docs/WEBSOCKET_PROTOCOL.md`).
+        code: String,
+        /// For people.
+        message: String,
+    },
+}
