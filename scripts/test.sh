@@ -3,7 +3,8 @@
 #
 # Installs the Debian packages the tests need (espeak-ng; chromium, nodejs,
 # npm for the browser test) and fetches the models and playwright-core if they
-# are missing (all idempotent), then checks formatting, lints, runs every test
+# are missing (all idempotent), then checks formatting, module import cycles
+# (scripts/check-module-cycles.py, under a second), lints, runs every test
 # of the workspace (the fuzz corpus replay among them), the browser test of the
 # demo page (tests/browser/), the short soak (scripts/soak.sh --check) and the
 # validation of the deployment files (scripts/validate-deploy.sh).
@@ -54,6 +55,10 @@ logged tests/browser/setup.sh
 
 phase fmt
 logged cargo fmt --all --check
+
+phase cycles
+# No module of the engine or the server imports a module that imports it back.
+logged scripts/check-module-cycles.py
 
 phase clippy
 logged cargo clippy --workspace --all-targets --locked -- -D warnings
