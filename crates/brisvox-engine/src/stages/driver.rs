@@ -260,7 +260,7 @@ impl TurnDriver {
                 self.events.emit(EngineEvent::BotSpeakingStopped { epoch });
                 self.emit_response_done(epoch);
             }
-            DriverInput::Heard { heard, .. } => self.on_heard(heard),
+            DriverInput::Heard { heard } => self.on_heard(heard),
             DriverInput::Control { control, at } => self.on_control(control, at),
             DriverInput::SttLost { at } => self.end_at(CallEnd::SttLost, at),
             DriverInput::Hangup { at } => self.end_at(CallEnd::Hangup, at),

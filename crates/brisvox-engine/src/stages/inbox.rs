@@ -42,11 +42,9 @@ pub(crate) enum DriverInput {
     AudioStarted { epoch: Epoch, at: Instant },
     /// `epoch`'s response has played out (or produced nothing, or failed) at `at`.
     ResponseFinished { epoch: Epoch, at: Instant },
-    /// A response was cut at `at`: what of it the caller heard.
-    Heard {
-        heard: crate::playout::Heard,
-        at: Instant,
-    },
+    /// A response was cut: what of it the caller heard (its own measure of
+    /// time is the audio played).
+    Heard { heard: crate::playout::Heard },
     /// A control from the call's edge (say, DTMF, metadata, hang-up), with
     /// the time the edge received it.
     Control { control: Control, at: Instant },

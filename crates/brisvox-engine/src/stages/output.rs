@@ -207,7 +207,7 @@ impl<K: CallSink> OutputStage<K> {
         }
         self.reported = Some(cut);
         if let Some(heard) = self.book.heard(cut) {
-            let _ = self.driver.send(DriverInput::Heard { heard, at: now() }).await;
+            let _ = self.driver.send(DriverInput::Heard { heard }).await;
         }
     }
 }

@@ -14,8 +14,7 @@ use brisvox_audio::wav::read_wav;
 use brisvox_core::timeline::{TurnEvent, TurnRecord};
 use brisvox_engine::sim::{RecordingSink, SimCaller, SinkEvent, SinkLog};
 use brisvox_engine::{
-    CallReport, EngineConfig, EngineEvent, EventSink, Models, Providers, run_call,
-    run_call_with_events,
+    CallEdge, CallReport, EngineConfig, EngineEvent, EventBus, Models, Providers, run_call,
 };
 use brisvox_providers::mock::{
     Latency, MockLlm, MockLlmConfig, MockStt, MockSttConfig, MockTts, MockTtsConfig,
@@ -298,7 +297,7 @@ pub async fn run_with(
     let t0 = tokio::time::Instant::now().into_std();
     let report = run_call(
         config,
-        brisvox_engine::CallEdge::new(SimCaller::new(samples), sink),
+        CallEdge::new(SimCaller::new(samples), sink),
         providers,
         models,
     )
@@ -319,20 +318,19 @@ pub async fn run_with_events(
     models: Models,
 ) -> (Run, Vec<EngineEvent>) {
     let (sink, log) = RecordingSink::new();
-    let (events, mut rx) = EventSink::channel(4096);
+    let mut events = EventBus::new();
+    let mut rx = events.subscribe(4096);
     let t0 = tokio::time::Instant::now().into_std();
-    let report = run_call_with_events(
+    let report = run_call(
         config,
-        SimCaller::new(samples),
-        sink,
+        CallEdge::new(SimCaller::new(samples), sink).with_events(events),
         mocks.providers(),
         models,
-        events,
     )
     .await
     .expect("a valid config");
     let mut seen = Vec::new();
-    while let Ok(event) = rx.try_recv() {
+    while let Some(event) = rx.try_recv() {
         seen.push(event);
     }
     let run = Run {
