@@ -45,14 +45,20 @@ pub enum CallTransport {
         /// The client's sample rate, in Hz.
         sample_rate_hz: u32,
     },
-    /// Twilio Media Streams (`/twilio`), mu-law at 8 kHz.
-    Twilio {
-        /// `start.streamSid`.
-        stream_sid: String,
-        /// `start.callSid`.
-        call_sid: String,
-        /// `start.accountSid`.
-        account_sid: String,
+    /// A phone carrier's media stream (`/twilio`, `/telnyx`, `/plivo`,
+    /// `/vonage`, `/exotel`).
+    Carrier {
+        /// The carrier.
+        carrier: brisvox_transport::Carrier,
+        /// The carrier's id of the stream (Twilio `streamSid`).
+        stream_id: String,
+        /// The carrier's id of the call, as its REST API takes it (Twilio
+        /// `callSid`, Telnyx `call_control_id`, ...).
+        call_id: String,
+        /// The stream's codec.
+        codec: AudioCodec,
+        /// The stream's sample rate, in Hz.
+        sample_rate_hz: u32,
     },
 }
 
@@ -61,7 +67,7 @@ impl CallTransport {
     pub fn name(&self) -> &'static str {
         match self {
             CallTransport::BrisvoxWs { .. } => "brisvox_ws",
-            CallTransport::Twilio { .. } => "twilio",
+            CallTransport::Carrier { carrier, .. } => carrier.as_str(),
         }
     }
 }

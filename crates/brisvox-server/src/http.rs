@@ -2,22 +2,23 @@
 //!
 //! Routes: `/healthz` (the process is up), `/readyz` (it takes calls: 200, or
 //! 503 while draining, full or under pool pressure), `/metrics` (Prometheus
-//! text), `/call` (brisvox protocol, `ws_call`), `/twilio` (Twilio Media
-//! Streams, `ws_twilio`), and the browser demo page at `/` ([`crate::demo`]).
+//! text), `/call` (brisvox protocol, `ws_call`), the carriers' media streams
+//! `/twilio`, `/telnyx`, `/plivo`, `/vonage`, `/exotel` (`ws_carrier`) and
+//! their answer webhooks `/twilio/voice` and `/vonage/answer`
+//! (`carrier_http`), and the browser demo page at `/` ([`crate::demo`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use brisvox_transport::brisvox_ws::ServerEvent;
+use axum::routing::{MethodRouter, get, post};
+use axum::{Form, Router};
+use brisvox_transport::Carrier;
 
-use crate::admission::Refusal;
-use crate::agent::{RouteAuth, TokenPlacement};
+use crate::gate::{admit_and_upgrade, authorized};
 use crate::state::AppState;
 
 /// The router over `state`.
@@ -27,7 +28,13 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/call", get(call_route))
-        .route("/twilio", get(twilio_route))
+        .route("/twilio", carrier_route(Carrier::Twilio))
+        .route("/twilio/voice", post(twilio_voice))
+        .route("/telnyx", carrier_route(Carrier::Telnyx))
+        .route("/plivo", carrier_route(Carrier::Plivo))
+        .route("/vonage", carrier_route(Carrier::Vonage))
+        .route("/vonage/answer", get(vonage_answer))
+        .route("/exotel", carrier_route(Carrier::Exotel))
         .merge(crate::demo::routes())
         .with_state(state)
 }
@@ -58,108 +65,46 @@ async fn metrics(
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }
 
-/// True when the route is open or the request carries its token.
-fn authorized(
-    auth: Option<&RouteAuth>,
-    headers: &HeaderMap,
-    query: &HashMap<String, String>,
-) -> bool {
-    let Some(auth) = auth else { return true };
-    let Some(expected) = auth.token.secret() else {
-        return false;
-    };
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let query = query.get("token").map(String::as_str);
-    let offered = match auth.accept {
-        TokenPlacement::Bearer => bearer,
-        TokenPlacement::Query => query,
-        TokenPlacement::BearerOrQuery => bearer.or(query),
-    };
-    offered.is_some_and(|t| constant_time_eq(t.as_bytes(), expected.expose().as_bytes()))
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Which route a call came in on.
-#[derive(Debug, Clone, Copy)]
-enum Route {
-    Call,
-    Twilio,
-}
-
 async fn call_route(
     state: State<Arc<AppState>>,
     headers: HeaderMap,
     query: Query<HashMap<String, String>>,
     ws: WebSocketUpgrade,
 ) -> Response {
-    accept(Route::Call, state.0, &headers, &query.0, ws)
+    let state = state.0;
+    if !authorized(state.agent.server.auth.call.as_ref(), &headers, &query.0) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    admit_and_upgrade(state, ws, crate::ws_call::run)
 }
 
-async fn twilio_route(
+/// The upgrade route of `carrier`'s media stream.
+fn carrier_route(carrier: Carrier) -> MethodRouter<Arc<AppState>> {
+    get(
+        move |state: State<Arc<AppState>>,
+              headers: HeaderMap,
+              uri: Uri,
+              query: Query<HashMap<String, String>>,
+              ws: WebSocketUpgrade| async move {
+            crate::carrier_http::upgrade(carrier, state.0, &headers, &uri, &query.0, ws)
+        },
+    )
+}
+
+async fn twilio_voice(
+    state: State<Arc<AppState>>,
+    headers: HeaderMap,
+    uri: Uri,
+    query: Query<HashMap<String, String>>,
+    form: Form<Vec<(String, String)>>,
+) -> Response {
+    crate::carrier_http::twilio_voice(&state.0, &headers, &uri, &query.0, form)
+}
+
+async fn vonage_answer(
     state: State<Arc<AppState>>,
     headers: HeaderMap,
     query: Query<HashMap<String, String>>,
-    ws: WebSocketUpgrade,
 ) -> Response {
-    accept(Route::Twilio, state.0, &headers, &query.0, ws)
-}
-
-fn accept(
-    route: Route,
-    state: Arc<AppState>,
-    headers: &HeaderMap,
-    query: &HashMap<String, String>,
-    ws: WebSocketUpgrade,
-) -> Response {
-    let auth = match route {
-        Route::Call => state.agent.server.auth.call.as_ref(),
-        Route::Twilio => state.agent.server.auth.twilio.as_ref(),
-    };
-    if !authorized(auth, headers, query) {
-        return StatusCode::UNAUTHORIZED.into_response();
-    }
-    let permit = match state.admission.try_admit() {
-        Ok(permit) => permit,
-        Err(refusal) => return refusal_response(&state, refusal),
-    };
-    let limit = state.socket_limit();
-    let ws = ws.max_message_size(limit).max_frame_size(limit);
-    // If the upgrade never completes, the closure and the permit in it are
-    // dropped: the slot is freed.
-    ws.on_upgrade(move |socket| async move {
-        state.metrics.active_calls.inc();
-        match route {
-            Route::Call => crate::ws_call::run(socket, state, permit).await,
-            Route::Twilio => crate::ws_twilio::run(socket, state, permit).await,
-        }
-    })
-}
-
-/// A refused call: HTTP 503 before the websocket upgrade, so a load balancer
-/// can retry it on another server (HAProxy `retry-on 503`) and no half-open
-/// call exists. The body is the protocol's `error` event naming the reason.
-fn refusal_response(state: &AppState, refusal: Refusal) -> Response {
-    state
-        .metrics
-        .refused_total
-        .with_label_values(&[refusal.code()])
-        .inc();
-    tracing::info!(reason = refusal.code(), "call refused");
-    let body = ServerEvent::Error {
-        code: refusal.code().to_owned(),
-        message: refusal.to_string(),
-    }
-    .to_json();
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response()
+    crate::carrier_http::vonage_answer(&state.0, &headers, &query.0)
 }

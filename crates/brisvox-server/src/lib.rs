@@ -10,10 +10,12 @@
 //!   providers run), [`engine`] ([`engine::EngineCallHandler`]: models,
 //!   providers and the per-call engine settings), [`setup_error`].
 //! - **Calls**: [`http`] (the router: `/healthz`, `/readyz`, `/metrics`,
-//!   `/call`, `/twilio`, auth, admission at the upgrade) over [`state`];
-//!   each route is one adapter file on the engine's one call edge,
-//!   `ws_call` (the brisvox protocol) and `ws_twilio` (Twilio Media
-//!   Streams), sharing `route` (the call's edge, its writer task, how calls
+//!   `/call`, the carriers' routes) over [`state`], with `gate` (route
+//!   tokens, admission at the upgrade); each route is one adapter file on
+//!   the engine's one call edge, `ws_call` (the brisvox protocol) and
+//!   `ws_carrier` (every phone carrier's media stream through its codec;
+//!   their webhooks and upgrade checks in `carrier_http`, REST hang-up in
+//!   [`carrier_control`]), sharing `route` (the call's edge, its writer task, how calls
 //!   end); [`handler`] ([`handler::CallHandler`]: where a route hands the edge
 //!   to the engine); [`audio_edge`] (decode and resample in, encode out);
 //!   `wire_events` (engine events as protocol events); consumers of a call's
@@ -31,11 +33,14 @@
 pub mod admission;
 pub mod agent;
 pub mod audio_edge;
+pub mod carrier_control;
+mod carrier_http;
 pub mod cli;
 pub mod demo;
 pub mod drain;
 pub mod engine;
 pub mod fd_limit;
+mod gate;
 pub mod handler;
 pub mod http;
 pub mod listener;
@@ -58,7 +63,7 @@ mod call_log;
 mod route;
 mod wire_events;
 mod ws_call;
-mod ws_twilio;
+mod ws_carrier;
 
 pub use route::{HANDLER_EXIT_GRACE, START_TIMEOUT, WRITER_EXIT_GRACE};
-pub use ws_twilio::MARK_EVERY_FRAMES;
+pub use ws_carrier::{MARK_EVERY_FRAMES, TOKEN_PARAMETER};

@@ -43,7 +43,7 @@ pub const TURN_METRICS: [&str; 6] = [
 ];
 
 /// Every `outcome` label of `brisvox_calls_total` (pre-set to 0).
-pub const CALL_OUTCOMES: [&str; 8] = [
+pub const CALL_OUTCOMES: [&str; 9] = [
     "completed",
     "client_end",
     "disconnected",
@@ -52,6 +52,7 @@ pub const CALL_OUTCOMES: [&str; 8] = [
     "max_duration",
     "server_draining",
     "start_timeout",
+    "unauthorized",
 ];
 
 /// Every `reason` label of `brisvox_calls_refused_total` (pre-set to 0).
@@ -82,6 +83,10 @@ pub struct ServerMetrics {
     pub audio_underruns_total: IntCounter,
     /// Caller frames dropped because the handler fell behind.
     pub input_frames_dropped_total: IntCounter,
+    /// Call-control requests to a carrier's REST API by `carrier`, `action`
+    /// and `result` (`ok`, `refused`: the carrier answered with an error
+    /// status, `failed`: no answer).
+    pub call_control_total: IntCounterVec,
     /// The model services read at each scrape.
     models: ModelStatsSource,
 }
@@ -127,6 +132,14 @@ impl ServerMetrics {
                 "brisvox_input_frames_dropped_total",
                 "Caller frames dropped because the call fell behind.",
             ),
+            call_control_total: IntCounterVec::new(
+                Opts::new(
+                    "brisvox_call_control_total",
+                    "Call-control requests to carriers' REST APIs.",
+                ),
+                &["carrier", "action", "result"],
+            )
+            .unwrap_or_else(bug),
             models: ModelStatsSource::default(),
         };
         m.register_all();
@@ -144,7 +157,8 @@ impl ServerMetrics {
         for reason in REFUSAL_REASONS {
             self.refused_total.with_label_values(&[reason]);
         }
-        let collectors: [Box<dyn prometheus::core::Collector>; 8] = [
+        let collectors: [Box<dyn prometheus::core::Collector>; 9] = [
+            Box::new(self.call_control_total.clone()),
             Box::new(self.active_calls.clone()),
             Box::new(self.calls_total.clone()),
             Box::new(self.refused_total.clone()),

@@ -74,6 +74,8 @@ pub(crate) enum Outcome {
     Drained,
     /// No `start` in time.
     StartTimeout,
+    /// A carrier stream without the route's token in its parameters.
+    Unauthorized,
 }
 
 impl Outcome {
@@ -87,6 +89,7 @@ impl Outcome {
             Self::MaxDuration => "max_duration",
             Self::Drained => "server_draining",
             Self::StartTimeout => "start_timeout",
+            Self::Unauthorized => "unauthorized",
         }
     }
 
@@ -95,7 +98,7 @@ impl Outcome {
         match self {
             Self::Drained => 1001,
             Self::HandlerError => 1011,
-            Self::StartTimeout => 1008,
+            Self::StartTimeout | Self::Unauthorized => 1008,
             Self::ProtocolError { close_code } => close_code,
             _ => 1000,
         }
@@ -116,7 +119,7 @@ impl Outcome {
 pub(crate) enum WriterCmd {
     /// An event from the route itself (a protocol `error`).
     Event(ServerEvent),
-    /// Twilio echoed a mark.
+    /// The carrier echoed a mark.
     MarkEcho(String),
     /// Flush what is queued, say `end` (when `reason` is set and the protocol
     /// has events), close with `code`, and stop.
@@ -132,7 +135,7 @@ pub(crate) trait Wire: Send + 'static {
     fn clear(&mut self) -> impl Future<Output = Result<(), axum::Error>> + Send;
     /// Writes an event (or maps it to the protocol's own messages).
     fn event(&mut self, ev: &ServerEvent) -> impl Future<Output = Result<(), axum::Error>> + Send;
-    /// Handles a mark echo (Twilio only).
+    /// Handles a mark echo (carriers only).
     fn mark_echo(&mut self, _name: &str) {}
     /// Says `end` if the protocol can, and closes.
     fn close(self, reason: Option<String>, code: u16) -> impl Future<Output = ()> + Send;
@@ -474,6 +477,7 @@ mod tests {
             Outcome::MaxDuration,
             Outcome::Drained,
             Outcome::StartTimeout,
+            Outcome::Unauthorized,
         ];
         for o in all {
             assert!(crate::metrics::CALL_OUTCOMES.contains(&o.label()), "{o:?}");

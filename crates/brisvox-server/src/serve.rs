@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 
 use crate::admission::{Admission, PoolPressure};
 use crate::agent::AgentSettings;
+use crate::carrier_control::CarrierControls;
 use crate::handler::CallHandler;
 use crate::http::router;
 use crate::listener::{self, ConnectionLimits, ConnectionStats};
@@ -89,7 +90,10 @@ pub async fn start(config: ServerConfig) -> std::io::Result<RunningServer> {
     let local_addr = listener.local_addr()?;
     let (end_tx, end_rx) = watch::channel(false);
     let max_calls = config.agent.limits.max_calls as usize;
+    let controls =
+        CarrierControls::from_settings(&config.agent.telephony).map_err(std::io::Error::other)?;
     let state = Arc::new(AppState {
+        controls,
         limits: AppState::limits_for(&config.agent),
         agent: config.agent,
         handler: config.handler,

@@ -1,5 +1,5 @@
 //! The state every route shares: the agent, the call handler, admission,
-//! metrics, the decoder limits and the drain signal.
+//! metrics, the decoder limits, the drain signal and the carriers' REST access.
 
 use std::sync::Arc;
 
@@ -9,6 +9,7 @@ use tokio::sync::watch;
 
 use crate::admission::Admission;
 use crate::agent::AgentSettings;
+use crate::carrier_control::CarrierControls;
 use crate::handler::CallHandler;
 use crate::metrics::ServerMetrics;
 
@@ -26,6 +27,8 @@ pub struct AppState {
     pub limits: DecoderLimits,
     /// Turns true when running calls must end (drain grace over).
     pub end_calls: watch::Receiver<bool>,
+    /// The carriers' REST access (`[telephony.*]`).
+    pub controls: CarrierControls,
 }
 
 impl std::fmt::Debug for AppState {

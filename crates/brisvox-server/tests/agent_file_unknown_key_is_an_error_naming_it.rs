@@ -24,7 +24,9 @@ fn top_level_section_and_provider_tables() {
             "[server.auth.call]\ntoken = \"${T}\"\nheader = \"x\"",
             "header",
         ),
-        ("[telephony]\nx = 1", "telephony"),
+        ("[telefony]\nx = 1", "telefony"),
+        ("[telephony]\nx = 1", "x"),
+        ("[telephony.twilio]\nauthtoken = \"${T}\"", "authtoken"),
     ];
     for (text, key) in cases {
         let msg = parse_err(text);

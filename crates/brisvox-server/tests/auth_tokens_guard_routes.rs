@@ -1,5 +1,6 @@
 //! A route with a token in `[server.auth]` refuses requests without it (401)
-//! and accepts it where the agent file says (bearer header or query).
+//! and accepts it where the agent file says (bearer header or query); a
+//! carrier route defers a missing token to the stream's parameters.
 
 mod common;
 
@@ -46,9 +47,17 @@ async fn tokens_per_route() {
     );
     assert_eq!(ws_status(addr, "/call", Some("tok-CALL_TOKEN")).await, 101);
     assert_eq!(
-        ws_status(addr, "/twilio", Some("tok-TWILIO_TOKEN")).await,
+        ws_status(addr, "/twilio?token=wrong", None).await,
         401,
-        "query only"
+        "a wrong token on the upgrade"
+    );
+    // A carrier route upgrades without a token on the upgrade (or in a place
+    // it does not accept): the stream's `token` parameter must then carry it
+    // (carrier_token_as_a_stream_parameter.rs).
+    assert_eq!(
+        ws_status(addr, "/twilio", Some("tok-TWILIO_TOKEN")).await,
+        101,
+        "query only, else the stream parameter"
     );
     assert_eq!(
         ws_status(addr, "/twilio?token=tok-TWILIO_TOKEN", None).await,

@@ -13,6 +13,7 @@ fn brisvox() -> Command {
         "CARTESIA_API_KEY",
         "BRISVOX_CALL_TOKEN",
         "BRISVOX_TWILIO_TOKEN",
+        "TWILIO_AUTH_TOKEN",
     ] {
         cmd.env(var, format!("TOPSECRET-{var}"));
     }
@@ -38,6 +39,10 @@ fn resolved_settings_never_show_a_secret() {
         "{stdout}"
     );
     assert!(stdout.contains("provider = \"deepgram\""));
+    assert!(
+        stdout.contains("auth_token = \"<redacted, from $TWILIO_AUTH_TOKEN>\""),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("min_silence_ms = 100"),
         "resolved values are printed"

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use brisvox_engine::{CallEnd, CallSource, Control, Inbound};
 use brisvox_server::handler::{CallFuture, CallHandler, CallStart, CallTransport, RouteEdge};
+use brisvox_transport::Carrier;
 
 #[derive(Default)]
 struct Recorded {
@@ -90,7 +91,7 @@ async fn audio_keys_and_parameters() {
         assert_eq!(start.metadata["agent"], "support");
         assert_eq!(start.output_sample_rate_hz, 8000);
         assert!(
-            matches!(&start.transport, CallTransport::Twilio { stream_sid, .. } if stream_sid == "MZ18ad3ab5a668481ce02b83e7395059f0")
+            matches!(&start.transport, CallTransport::Carrier { carrier: Carrier::Twilio, stream_id, .. } if stream_id == "MZ18ad3ab5a668481ce02b83e7395059f0")
         );
     }
     srv.drain(Duration::from_millis(100)).await;

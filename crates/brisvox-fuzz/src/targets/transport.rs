@@ -14,7 +14,7 @@ use brisvox_transport::{ClientEvent, ExotelStream, PlivoStream, TelnyxStream, Vo
 
 use crate::messages::{Message, messages};
 
-/// The Twilio route's bound on one text message (`ws_twilio.rs`: the larger
+/// The Twilio route's bound on one text message (`ws_carrier.rs`: the larger
 /// of `max_message_bytes` and 64 KiB).
 const TWILIO_TEXT_LIMIT_BYTES: usize = 64 * 1024;
 

@@ -128,12 +128,26 @@ impl AgentSettings {
         .collect()
     }
 
-    /// The call routes without a token (rule 2 of [`check_exposure`]).
+    /// The call routes served without a token (rule 2 of [`check_exposure`]):
+    /// `/twilio` counts as guarded when Twilio's signature is checked; the
+    /// other carriers' routes count only when their `[telephony.*]` table
+    /// serves them.
     pub fn open_call_routes(&self) -> Vec<&'static str> {
+        use brisvox_transport::Carrier;
         let auth = &self.server.auth;
+        let tel = &self.telephony;
+        let carrier =
+            |c: Carrier, token: &Option<super::RouteAuth>| tel.route_enabled(c) && token.is_none();
         [
             (auth.call.is_none(), "/call"),
-            (auth.twilio.is_none(), "/twilio"),
+            (
+                auth.twilio.is_none() && tel.twilio_signature_token().is_none(),
+                "/twilio",
+            ),
+            (carrier(Carrier::Telnyx, &auth.telnyx), "/telnyx"),
+            (carrier(Carrier::Plivo, &auth.plivo), "/plivo"),
+            (carrier(Carrier::Vonage, &auth.vonage), "/vonage"),
+            (carrier(Carrier::Exotel, &auth.exotel), "/exotel"),
         ]
         .into_iter()
         .filter(|(open, _)| *open)

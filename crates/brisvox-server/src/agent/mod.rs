@@ -14,6 +14,7 @@ mod policy;
 mod providers;
 mod runtime;
 mod server;
+mod telephony;
 
 pub use policy::{
     DEFAULT_INCOMPLETE_TIMEOUT_MS, DEFAULT_SHED_WAIT_MS, DEFAULT_SILENCE_MS, EarlyAnalysisSettings,
@@ -33,6 +34,10 @@ pub use runtime::{
 pub use server::{
     AuthSettings, DEFAULT_DRAIN_ADMIT_S, MAX_DRAIN_GRACE_S, RouteAuth, ServerSettings,
     TokenPlacement,
+};
+pub use telephony::{
+    ExotelSettings, PlivoSettings, TelephonySettings, TelnyxSettings, TwilioSettings,
+    VONAGE_RATES_HZ, VonageSettings,
 };
 
 use std::path::{Path, PathBuf};
@@ -165,6 +170,8 @@ pub struct AgentSettings {
     pub runtime: RuntimeSettings,
     /// `[server]`.
     pub server: ServerSettings,
+    /// `[telephony]`.
+    pub telephony: TelephonySettings,
 }
 
 impl Default for AgentSettings {
@@ -183,6 +190,7 @@ impl Default for AgentSettings {
             limits: LimitsSettings::default(),
             runtime: RuntimeSettings::default(),
             server: ServerSettings::default(),
+            telephony: TelephonySettings::default(),
         }
     }
 }
@@ -246,7 +254,8 @@ impl AgentSettings {
         self.limits.check()?;
         self.runtime.check()?;
         self.check_early_analysis()?;
-        self.server.check(env)
+        self.server.check(env)?;
+        self.telephony.check(env)
     }
 
     /// Early analysis needs the adaptive policy with Smart Turn, and a falling

@@ -38,9 +38,21 @@ pub struct AuthSettings {
     /// `/call`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call: Option<RouteAuth>,
-    /// `/twilio`.
+    /// `/twilio` (and `/twilio/voice` when Twilio's signature is not checked).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub twilio: Option<RouteAuth>,
+    /// `/telnyx`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telnyx: Option<RouteAuth>,
+    /// `/plivo`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plivo: Option<RouteAuth>,
+    /// `/vonage` and `/vonage/answer`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vonage: Option<RouteAuth>,
+    /// `/exotel`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exotel: Option<RouteAuth>,
     /// `/metrics`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metrics: Option<RouteAuth>,
@@ -139,6 +151,10 @@ impl ServerSettings {
         let routes = [
             (&mut self.auth.call, "server.auth.call.token"),
             (&mut self.auth.twilio, "server.auth.twilio.token"),
+            (&mut self.auth.telnyx, "server.auth.telnyx.token"),
+            (&mut self.auth.plivo, "server.auth.plivo.token"),
+            (&mut self.auth.vonage, "server.auth.vonage.token"),
+            (&mut self.auth.exotel, "server.auth.exotel.token"),
             (&mut self.auth.metrics, "server.auth.metrics.token"),
         ];
         for (route, key) in routes {

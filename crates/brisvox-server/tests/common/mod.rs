@@ -1,6 +1,9 @@
 //! Shared helpers: an in-process server on 127.0.0.1:0 and small clients.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod carrier;
+pub mod rest;
+
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -26,7 +29,16 @@ pub const START_PCM16: &str =
     r#"{"type":"start","protocol_version":1,"codec":"pcm16","sample_rate":16000,"call_id":"t1"}"#;
 
 pub async fn server_with(agent_toml: &str, handler: Arc<dyn CallHandler>) -> RunningServer {
-    let agent = AgentSettings::from_toml_str(agent_toml, &|n| Some(format!("tok-{n}"))).unwrap();
+    server_with_env(agent_toml, handler, &|n| Some(format!("tok-{n}"))).await
+}
+
+/// [`server_with`], the agent file's `${NAME}`s read through `env`.
+pub async fn server_with_env(
+    agent_toml: &str,
+    handler: Arc<dyn CallHandler>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> RunningServer {
+    let agent = AgentSettings::from_toml_str(agent_toml, env).unwrap();
     start(ServerConfig {
         agent: Arc::new(agent),
         bind: "127.0.0.1:0".parse().unwrap(),
@@ -107,6 +119,61 @@ pub async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
         .map(|(_, b)| b.to_owned())
         .unwrap_or_default();
     (status, body)
+}
+
+/// POST `body` to `path` with `headers` (and `Host: {addr}`); returns
+/// (status, body).
+pub async fn post(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut req = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut buf = Vec::new();
+    tokio::time::timeout(WAIT, s.read_to_end(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text[9..12].parse().unwrap();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// Opens a websocket to `path` with extra request `headers`; `Err` holds
+/// the HTTP status of a refused upgrade.
+pub async fn connect_with(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<Ws, u16> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut req = format!("ws://{addr}{path}").into_client_request().unwrap();
+    for (k, v) in headers {
+        req.headers_mut().insert(
+            tokio_tungstenite::tungstenite::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    match tokio_tungstenite::connect_async(req).await {
+        Ok((ws, _)) => Ok(ws),
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => Err(resp.status().as_u16()),
+        Err(e) => panic!("the upgrade to {path} failed without an HTTP answer: {e}"),
+    }
 }
 
 pub async fn connect(addr: SocketAddr, path: &str) -> Ws {

@@ -1,0 +1,212 @@
+//! The carriers' HTTP side: who may open a media stream, and the webhooks
+//! that answer a carrier's incoming call by pointing it at a stream here.
+//!
+//! - Upgrades (`/twilio`, `/telnyx`, `/plivo`, `/vonage`, `/exotel`): a route
+//!   not enabled in `[telephony]` answers 404. On `/twilio`, when
+//!   `[telephony.twilio]` checks signatures, an upgrade without a valid
+//!   `X-Twilio-Signature` (HMAC-SHA1 over the wss URL) answers 403. A route
+//!   token (`[server.auth.<carrier>]`) is taken from the upgrade (bearer or
+//!   `?token=`, as configured); a wrong one answers 401; none at all is
+//!   checked against the stream's `token` parameter once it starts
+//!   ([`crate::ws_carrier`]), as carriers that cannot send headers pass it.
+//! - `POST /twilio/voice`: TwiML `<Connect><Stream>` to `wss://HOST/twilio`
+//!   with the configured parameters, the caller (`from`), the number called
+//!   (`to`) and the route token as `<Parameter>`s. Signature-checked like the
+//!   upgrade; without signature checks it takes the route token instead.
+//! - `GET /vonage/answer`: the NCCO `connect` to `wss://HOST/vonage`, the
+//!   call's `uuid`, `from`, `to`, the configured parameters and the token in
+//!   the endpoint's headers. Takes the route token (`?token=` on the answer URL).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::Form;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use brisvox_transport::Carrier;
+use brisvox_transport::twilio::{signature, twiml};
+use serde_json::json;
+
+use crate::agent::RouteAuth;
+use crate::gate::{admit_and_upgrade, authorized, offered_token};
+use crate::state::AppState;
+
+/// The route token of `carrier`'s route, if it has one.
+fn route_auth(state: &AppState, carrier: Carrier) -> Option<&RouteAuth> {
+    let auth = &state.agent.server.auth;
+    match carrier {
+        Carrier::Twilio => auth.twilio.as_ref(),
+        Carrier::Telnyx => auth.telnyx.as_ref(),
+        Carrier::Plivo => auth.plivo.as_ref(),
+        Carrier::Vonage => auth.vonage.as_ref(),
+        Carrier::Exotel => auth.exotel.as_ref(),
+    }
+}
+
+fn token_value(auth: Option<&RouteAuth>) -> Option<String> {
+    auth.and_then(|a| a.token.secret())
+        .map(|s| s.expose().to_owned())
+}
+
+/// The URL the carrier requested, as it signed it: `[telephony] public_url`
+/// (or `X-Forwarded-Proto` and `Host`, https when unknown) and the request's
+/// path and query; `wss`/`ws` for a websocket.
+fn requested_url(state: &AppState, headers: &HeaderMap, uri: &Uri, websocket: bool) -> String {
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    format!("{}{path}", public_base(state, headers, websocket))
+}
+
+/// The server's public base URL (scheme and host), `wss`/`ws` for a websocket.
+fn public_base(state: &AppState, headers: &HeaderMap, websocket: bool) -> String {
+    let base = match &state.agent.telephony.public_url {
+        Some(url) => url.trim_end_matches('/').to_owned(),
+        None => {
+            let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+            let proto = text("x-forwarded-proto").unwrap_or("https");
+            let host = text(header::HOST.as_str()).unwrap_or("localhost");
+            format!("{proto}://{host}")
+        }
+    };
+    if !websocket {
+        return base;
+    }
+    if let Some(rest) = base.strip_prefix("https://") {
+        format!("wss://{rest}")
+    } else if let Some(rest) = base.strip_prefix("http://") {
+        format!("ws://{rest}")
+    } else {
+        base
+    }
+}
+
+/// True when the request carries Twilio's valid signature of `url` and `params`.
+fn twilio_signed(token: &str, headers: &HeaderMap, url: &str, params: &[(String, String)]) -> bool {
+    headers
+        .get(signature::SIGNATURE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|sig| signature::validate(token, url, params, sig))
+}
+
+/// An upgrade to `carrier`'s media-stream route.
+pub(crate) fn upgrade(
+    carrier: Carrier,
+    state: Arc<AppState>,
+    headers: &HeaderMap,
+    uri: &Uri,
+    query: &HashMap<String, String>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    if !state.agent.telephony.route_enabled(carrier) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    if carrier == Carrier::Twilio
+        && let Some(token) = state.agent.telephony.twilio_signature_token()
+    {
+        let url = requested_url(&state, headers, uri, true);
+        if !twilio_signed(token, headers, &url, &[]) {
+            tracing::info!(%url, "twilio stream refused: no valid X-Twilio-Signature");
+            return StatusCode::FORBIDDEN.into_response();
+        }
+    }
+    let auth = route_auth(&state, carrier);
+    // A token on the upgrade must be right; none is checked at the start.
+    let deferred = match (auth, offered_token(auth, headers, query)) {
+        (None, _) => None,
+        (Some(_), Some(_)) if authorized(auth, headers, query) => None,
+        (Some(_), Some(_)) => return StatusCode::UNAUTHORIZED.into_response(),
+        (Some(a), None) => match a.token.secret() {
+            Some(t) => Some(t.expose().to_owned()),
+            None => return StatusCode::UNAUTHORIZED.into_response(),
+        },
+    };
+    admit_and_upgrade(state, ws, move |socket, state, permit| {
+        crate::ws_carrier::run(socket, state, permit, carrier, deferred)
+    })
+}
+
+/// `POST /twilio/voice`: the TwiML that streams the incoming call here.
+pub(crate) fn twilio_voice(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+    query: &HashMap<String, String>,
+    Form(form): Form<Vec<(String, String)>>,
+) -> Response {
+    let auth = route_auth(state, Carrier::Twilio);
+    if let Some(token) = state.agent.telephony.twilio_signature_token() {
+        let url = requested_url(state, headers, uri, false);
+        if !twilio_signed(token, headers, &url, &form) {
+            tracing::info!(%url, "twilio voice webhook refused: no valid X-Twilio-Signature");
+            return StatusCode::FORBIDDEN.into_response();
+        }
+    } else if !authorized(auth, headers, query) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let mut params: Vec<(String, String)> = state
+        .agent
+        .telephony
+        .parameters
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (key, name) in [("from", "From"), ("to", "To")] {
+        if let Some(v) = field(name) {
+            params.push((key.to_owned(), v));
+        }
+    }
+    if let Some(token) = token_value(auth) {
+        params.push((crate::ws_carrier::TOKEN_PARAMETER.to_owned(), token));
+    }
+    let url = format!("{}/twilio", public_base(state, headers, true));
+    match twiml::connect_stream(&url, &params) {
+        Ok(xml) => ([(header::CONTENT_TYPE, "text/xml")], xml).into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot answer the Twilio call");
+            (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response()
+        }
+    }
+}
+
+/// `GET /vonage/answer`: the NCCO that connects the call to `/vonage`.
+pub(crate) fn vonage_answer(
+    state: &AppState,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+) -> Response {
+    let Some(vonage) = &state.agent.telephony.vonage else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let auth = route_auth(state, Carrier::Vonage);
+    if !authorized(auth, headers, query) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let mut endpoint_headers = serde_json::Map::new();
+    for (k, v) in &state.agent.telephony.parameters {
+        endpoint_headers.insert(k.clone(), v.clone().into());
+    }
+    let call = [
+        (brisvox_transport::vonage::CALL_UUID_HEADER, "uuid"),
+        ("from", "from"),
+        ("to", "to"),
+    ];
+    for (key, name) in call {
+        if let Some(v) = query.get(name) {
+            endpoint_headers.insert(key.to_owned(), v.clone().into());
+        }
+    }
+    if let Some(token) = token_value(auth) {
+        endpoint_headers.insert(crate::ws_carrier::TOKEN_PARAMETER.to_owned(), token.into());
+    }
+    let ncco = json!([{
+        "action": "connect",
+        "endpoint": [{
+            "type": "websocket",
+            "uri": format!("{}/vonage", public_base(state, headers, true)),
+            "content-type": format!("audio/l16;rate={}", vonage.sample_rate_hz),
+            "headers": endpoint_headers,
+        }],
+    }]);
+    axum::Json(ncco).into_response()
+}

@@ -1,0 +1,99 @@
+//! Who may open a call: the route tokens of `[server.auth]` and admission at
+//! the websocket upgrade (shared by `/call` and the carriers' routes).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::ws::{WebSocket, WebSocketUpgrade};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use brisvox_transport::brisvox_ws::ServerEvent;
+
+use crate::admission::{CallPermit, Refusal};
+use crate::agent::{RouteAuth, TokenPlacement};
+use crate::state::AppState;
+
+/// The token the request offers in the places `auth` accepts.
+pub(crate) fn offered_token<'a>(
+    auth: Option<&RouteAuth>,
+    headers: &'a HeaderMap,
+    query: &'a HashMap<String, String>,
+) -> Option<&'a str> {
+    let auth = auth?;
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let query = query.get("token").map(String::as_str);
+    match auth.accept {
+        TokenPlacement::Bearer => bearer,
+        TokenPlacement::Query => query,
+        TokenPlacement::BearerOrQuery => bearer.or(query),
+    }
+}
+
+/// True when the route is open or the request carries its token.
+pub(crate) fn authorized(
+    auth: Option<&RouteAuth>,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+) -> bool {
+    let Some(route) = auth else { return true };
+    let Some(expected) = route.token.secret() else {
+        return false;
+    };
+    offered_token(auth, headers, query)
+        .is_some_and(|t| constant_time_eq(t.as_bytes(), expected.expose().as_bytes()))
+}
+
+/// Compares two byte strings in time independent of where they differ.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Admits a call (or answers 503) and runs `run` on the upgraded socket.
+pub(crate) fn admit_and_upgrade<F, Fut>(
+    state: Arc<AppState>,
+    ws: WebSocketUpgrade,
+    run: F,
+) -> Response
+where
+    F: FnOnce(WebSocket, Arc<AppState>, CallPermit) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let permit = match state.admission.try_admit() {
+        Ok(permit) => permit,
+        Err(refusal) => return refusal_response(&state, refusal),
+    };
+    let limit = state.socket_limit();
+    let ws = ws.max_message_size(limit).max_frame_size(limit);
+    // If the upgrade never completes, the closure and the permit in it are
+    // dropped: the slot is freed.
+    ws.on_upgrade(move |socket| async move {
+        state.metrics.active_calls.inc();
+        run(socket, state, permit).await;
+    })
+}
+
+/// A refused call: HTTP 503 before the websocket upgrade, so a load balancer
+/// can retry it on another server (HAProxy `retry-on 503`) and no half-open
+/// call exists. The body is the protocol's `error` event naming the reason.
+fn refusal_response(state: &AppState, refusal: Refusal) -> Response {
+    state
+        .metrics
+        .refused_total
+        .with_label_values(&[refusal.code()])
+        .inc();
+    tracing::info!(reason = refusal.code(), "call refused");
+    let body = ServerEvent::Error {
+        code: refusal.code().to_owned(),
+        message: refusal.to_string(),
+    }
+    .to_json();
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}

@@ -1,0 +1,328 @@
+//! The real `brisvox serve` binary answers a call on every carrier's route,
+//! each driven by a fake carrier speaking that carrier's documented protocol
+//! (`CarrierEmulator`): Twilio (mu-law, signature checked), Telnyx (A-law,
+//! token in the query), Plivo (mu-law, checkpoints), Vonage (16 kHz linear
+//! PCM in binary frames, notify) and Exotel (8 kHz linear PCM, token as a
+//! stream parameter). Each plays a recorded phone prompt in real time until
+//! the answer is heard (marks echoed as the carrier would), talks over the
+//! answer until the server sends the carrier's clear, presses a key (the
+//! engine logs it), and ends the stream. A second binary, whose calls last at
+//! most a second, hangs each call up through the carrier's REST API (a local
+//! fake checking the request).
+//!
+//! The engine runs its energy VAD and mock providers: no model files needed.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use brisvox_audio::wav::read_wav;
+use brisvox_testkit::{eventually_async, later};
+use brisvox_transport::carrier::emulator::ServerCommand;
+use brisvox_transport::twilio::signature::compute_signature;
+use brisvox_transport::{Carrier, WireFormat};
+use common::carrier::{FakeCarrier, Heard, test_format};
+use common::rest::fake_api;
+use tokio::time::{Instant, MissedTickBehavior};
+
+const KEY: &str = include_str!("../../brisvox-transport/tests/fixtures/vonage_test_key.pem");
+
+/// Bound on one call's whole exchange.
+const CALL_LIMIT: Duration = Duration::from_secs(40);
+
+const CARRIERS: [Carrier; 5] = [
+    Carrier::Twilio,
+    Carrier::Telnyx,
+    Carrier::Plivo,
+    Carrier::Vonage,
+    Carrier::Exotel,
+];
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    logs: Arc<Mutex<Vec<serde_json::Value>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn agent_file(api_base: &str, extra: &str) -> String {
+    format!(
+        r#"greeting = ""
+{extra}
+[vad]
+detector = "energy"
+min_silence_ms = 200
+[turn]
+analyzer = "always_complete"
+[llm.mock]
+first_token_ms = 50
+answer = "Thank you for calling. Let me read you a long answer so that you have time to talk over me, which is what this test does on purpose, one word after another, for several seconds at least."
+[server.auth.telnyx]
+token = "${{BV_TELNYX_TOKEN}}"
+accept = "query"
+[server.auth.exotel]
+token = "${{BV_EXOTEL_TOKEN}}"
+[telephony.twilio]
+account_sid = "AC0123"
+auth_token = "${{TWILIO_AUTH_TOKEN}}"
+api_base = "{api_base}"
+[telephony.telnyx]
+api_key = "${{TELNYX_API_KEY}}"
+api_base = "{api_base}"
+[telephony.plivo]
+auth_id = "MA0123"
+auth_token = "${{PLIVO_AUTH_TOKEN}}"
+api_base = "{api_base}"
+[telephony.vonage]
+application_id = "app-1"
+private_key = "${{VONAGE_PRIVATE_KEY}}"
+api_base = "{api_base}"
+[telephony.exotel]
+"#
+    )
+}
+
+fn start_server(api_base: &str, extra: &str) -> Server {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = dir.path().join("agent.toml");
+    std::fs::write(&path, agent_file(api_base, extra)).expect("agent file written");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_brisvox"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--log-format", "json"])
+        .arg("--agent")
+        .arg(&path)
+        .env("RUST_LOG", "info")
+        .env("BV_TELNYX_TOKEN", "telnyx-secret")
+        .env("BV_EXOTEL_TOKEN", "exotel-secret")
+        .env("TWILIO_AUTH_TOKEN", "twilio-auth")
+        .env("TELNYX_API_KEY", "telnyx-key")
+        .env("PLIVO_AUTH_TOKEN", "plivo-auth")
+        .env("VONAGE_PRIVATE_KEY", KEY)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("the server logs until it listens")
+            .expect("utf-8 log line");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("JSON log lines");
+        if v["fields"]["message"] == "listening" {
+            break v["fields"]["local_addr"]
+                .as_str()
+                .expect("address")
+                .parse()
+                .expect("socket address");
+        }
+    };
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&logs);
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                sink.lock().expect("log lock").push(v);
+            }
+        }
+    });
+    Server {
+        child,
+        addr,
+        logs,
+        _dir: dir,
+    }
+}
+
+/// The recorded phone prompt at the stream's rate, in 20 ms frames encoded
+/// in the stream's codec.
+fn speech(format: WireFormat) -> Vec<Vec<u8>> {
+    let name = match format.sample_rate_hz {
+        16000 => "phone_all_circuits_busy_now_16k",
+        _ => "phone_all_circuits_busy_now_8k",
+    };
+    let path = format!("{}/../../fixtures/{name}.wav", env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(&path).expect("fixture present");
+    let samples = read_wav(&bytes).expect("valid WAV").to_mono();
+    samples
+        .chunks_exact(format.sample_rate_hz as usize / 50)
+        .map(|c| {
+            let mut out = Vec::new();
+            format.codec.encode_to(c, &mut out);
+            out
+        })
+        .collect()
+}
+
+/// Opens `carrier`'s stream the way its setup page says.
+async fn open(addr: SocketAddr, carrier: Carrier, call_id: &str) -> FakeCarrier {
+    let path = format!("/{}", carrier.as_str());
+    let ws = match carrier {
+        Carrier::Twilio => {
+            let sig = compute_signature("twilio-auth", &format!("wss://{addr}/twilio"), &[]);
+            common::connect_with(addr, &path, &[("X-Twilio-Signature", sig.as_str())]).await
+        }
+        Carrier::Telnyx => common::connect_with(addr, "/telnyx?token=telnyx-secret", &[]).await,
+        _ => common::connect_with(addr, &path, &[]).await,
+    }
+    .unwrap_or_else(|status| panic!("{carrier:?} upgrade refused with {status}"));
+    let mut fake = FakeCarrier::with_ids(ws, carrier, test_format(carrier), call_id);
+    let params = match carrier {
+        Carrier::Exotel => serde_json::json!({"lang": "en", "token": "exotel-secret"}),
+        _ => serde_json::json!({"lang": "en"}),
+    };
+    fake.open(params).await;
+    fake
+}
+
+/// What one call saw.
+#[derive(Debug, Default)]
+struct Seen {
+    audible_ms: usize,
+    marks: usize,
+    clears: usize,
+}
+
+/// Sends `frames` (then silence) in real time while handling the server's
+/// commands, until `done`.
+async fn talk_until(
+    fake: &mut FakeCarrier,
+    frames: &[Vec<u8>],
+    seen: &mut Seen,
+    done: impl Fn(&Seen) -> bool,
+) {
+    let format = fake.emu.format();
+    let silence = fake.frame(false, 0);
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    tick.set_missed_tick_behavior(MissedTickBehavior::Burst);
+    let deadline = Instant::now() + CALL_LIMIT;
+    let mut next = frames.iter();
+    let mut decoded = Vec::new();
+    while !done(seen) {
+        assert!(
+            Instant::now() < deadline,
+            "{:?}: {seen:?}",
+            fake.emu.carrier()
+        );
+        tokio::select! {
+            _ = tick.tick() => {
+                let f = next.next().unwrap_or(&silence).clone();
+                fake.media(&f).await;
+            }
+            heard = fake.next() => match heard {
+                Heard::Command(ServerCommand::Play(audio)) => {
+                    format.codec.decode_to(&audio, &mut decoded);
+                    if decoded.iter().any(|s| s.unsigned_abs() > 1000) {
+                        seen.audible_ms += decoded.len() * 1000 / format.sample_rate_hz as usize;
+                    }
+                }
+                Heard::Command(ServerCommand::Mark(name)) => {
+                    seen.marks += 1;
+                    let echo = fake.emu.mark_echo(&name);
+                    fake.send(echo).await;
+                }
+                Heard::Command(ServerCommand::Clear) => {
+                    seen.clears += 1;
+                    if let Some(confirm) = fake.emu.cleared() {
+                        fake.send(confirm).await;
+                    }
+                }
+                Heard::Closed(code) => panic!("{:?} closed ({code:?}): {seen:?}", fake.emu.carrier()),
+            },
+        }
+    }
+}
+
+fn logged(server: &Server, message: &str, call_id: &str, field: &str, value: &str) -> bool {
+    server.logs.lock().expect("log lock").iter().any(|v| {
+        let f = &v["fields"];
+        f["message"] == message && f["call_id"] == call_id && f[field] == value
+    })
+}
+
+async fn converse(server: &Server, carrier: Carrier) {
+    let call_id = format!("{}-call", carrier.as_str());
+    let mut fake = open(server.addr, carrier, &call_id).await;
+    let speech = speech(fake.emu.format());
+    let mut seen = Seen::default();
+    talk_until(&mut fake, &speech, &mut seen, |s| {
+        s.audible_ms >= 400 && s.marks > 0
+    })
+    .await;
+    // Talk over the answer: the server must tell the carrier to drop it.
+    talk_until(&mut fake, &speech, &mut seen, |s| s.clears > 0).await;
+    let key = fake.emu.dtmf('5');
+    fake.send(key).await;
+    let what = later(|| format!("{carrier:?}: the engine never logged the key press"));
+    eventually_async(common::WAIT, what, || async {
+        logged(server, "dtmf", &call_id, "digit", "5")
+    })
+    .await;
+    match fake.emu.stop() {
+        Some(stop) => {
+            fake.send(stop).await;
+            assert_eq!(fake.until_close().await, Some(1000), "{carrier:?}");
+        }
+        // Plivo and Vonage end a stream by closing the socket.
+        None => drop(fake),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_carrier_is_answered_interrupted_and_keyed() {
+    let api = fake_api(200).await;
+    let server = start_server(&api.base(), "");
+    let calls = CARRIERS.map(|c| converse(&server, c));
+    futures_util::future::join_all(calls).await;
+    assert!(logged(
+        &server,
+        "carrier call started",
+        "telnyx-call",
+        "carrier",
+        "telnyx"
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_the_server_ends_are_hung_up_by_rest() {
+    let mut api = fake_api(200).await;
+    let server = start_server(&api.base(), "[limits]\nmax_call_duration_s = 1");
+    let with_rest = [
+        Carrier::Twilio,
+        Carrier::Telnyx,
+        Carrier::Plivo,
+        Carrier::Vonage,
+    ];
+    let calls = with_rest.map(|carrier| async move {
+        let mut fake = open(server.addr, carrier, &format!("{}-call", carrier.as_str())).await;
+        // Silence until the call's length limit ends it from the server's side.
+        let silence = fake.frame(false, 0);
+        fake.media(&silence).await;
+        assert_eq!(fake.until_close().await, Some(1000), "{carrier:?}");
+    });
+    futures_util::future::join_all(calls).await;
+    let mut paths = Vec::new();
+    for _ in with_rest {
+        let req = api.next().await;
+        paths.push(format!("{} {}", req.method, req.path));
+    }
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            "DELETE /v1/Account/MA0123/Call/plivo-call/",
+            "POST /2010-04-01/Accounts/AC0123/Calls/twilio-call.json",
+            "POST /v2/calls/telnyx-call/actions/hangup",
+            "PUT /v1/calls/vonage-call",
+        ]
+    );
+}
