@@ -20,10 +20,11 @@ use brisvox_providers::{SttSession, TtsConfig, TtsSession};
 use brisvox_text::segment::SegmenterConfig;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use crate::config::{EngineConfig, EngineConfigError, QueueCapacities};
 use crate::edge::{CallContext, CallEdge, CallSink, CallSource};
-use crate::events::EventBus;
+use crate::events::{EngineEvent, EventBus};
 use crate::frame_queue::{self, QueueReceiver, QueueSender};
 use crate::models::{Models, Providers, VerdictSource};
 use crate::report::{CallEnd, CallReport, FailureBook, ProviderStage};
@@ -274,17 +275,33 @@ impl Call {
         let (finalize_tx, finalize_rx) = mpsc::channel(FINALIZE_CAPACITY);
         let stt_stage = self.stt_stage(stt, stt_tx, finalize_rx, ch.driver_tx.clone());
         let tts_parts = self.tts_parts(tts, tts_config, ch.tts_rx, ch.out_tx, framer);
+        // Every stage runs in the caller's span (the route's `call{call_id}`),
+        // so each log line of the call, the providers' included, carries its id.
+        let span = tracing::Span::current();
         let plain = vec![
-            tokio::spawn(stt_stage.run()),
-            tokio::spawn(self.segmenter_stage(ch.seg_rx, ch.tts_tx).run()),
-            tokio::spawn(TtsStage::new(tts_parts).run()),
+            tokio::spawn(stt_stage.run().instrument(span.clone())),
+            tokio::spawn(
+                self.segmenter_stage(ch.seg_rx, ch.tts_tx)
+                    .run()
+                    .instrument(span.clone()),
+            ),
+            tokio::spawn(TtsStage::new(tts_parts).run().instrument(span.clone())),
             tokio::spawn(
                 self.audio_in(source, ch.driver_tx.clone(), stt_rx.clone(), ring.clone())
-                    .run(),
+                    .run()
+                    .instrument(span.clone()),
             ),
         ];
-        let llm = tokio::spawn(self.llm_stage(ch.llm_rx, ch.seg_tx).run());
-        let output = tokio::spawn(self.output_stage(sink, ch.out_rx, ch.driver_tx).run());
+        let llm = tokio::spawn(
+            self.llm_stage(ch.llm_rx, ch.seg_tx)
+                .run()
+                .instrument(span.clone()),
+        );
+        let output = tokio::spawn(
+            self.output_stage(sink, ch.out_rx, ch.driver_tx)
+                .run()
+                .instrument(span),
+        );
         let driver = TurnDriver::new(DriverParts {
             machine: TurnMachine::new(self.config.turn.clone(), now()),
             inbox: ch.driver_rx,
@@ -439,7 +456,7 @@ impl Call {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .counters();
-        CallReport {
+        let report = CallReport {
             turn_counters: outcome.counters,
             turns: outcome.records,
             turns_dropped: outcome.records_dropped,
@@ -458,6 +475,12 @@ impl Call {
             tools: llm.tools,
             end: outcome.end,
             context: outcome.context,
-        }
+        };
+        // The last event of every call: its consumers (metrics, traces, the
+        // agent link) read the whole report once, from the engine.
+        self.events.emit(EngineEvent::CallEnded {
+            report: Box::new(report.clone()),
+        });
+        report
     }
 }

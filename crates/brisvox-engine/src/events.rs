@@ -134,6 +134,13 @@ pub enum EngineEvent {
         /// The turn's timeline.
         record: Box<TurnRecord>,
     },
+    /// The call is over: its report (counters, provider failures, token
+    /// usage, the pacer's underruns, how it ended). The last event of a call,
+    /// emitted once, after every stage has stopped.
+    CallEnded {
+        /// The call's report, as `run_call` returns it.
+        report: Box<crate::report::CallReport>,
+    },
     /// A caller's turn's metrics, exactly once per turn: when its response
     /// played out, or else when the turn finished. The one event metrics
     /// consumers need (`turn_metrics` on the wire, `/metrics`).

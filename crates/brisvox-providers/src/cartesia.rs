@@ -39,6 +39,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -190,7 +191,11 @@ impl TtsProvider for CartesiaTts {
             timing.refusal_retries = c.refusal_retries;
             timing.idle_rotate_ms = Some(CARTESIA_IDLE_ROTATE_MS);
             let (session, backend) = TtsSession::channel();
-            tokio::spawn(WsTtsSession::new(wire, socket, backend, timing).run());
+            tokio::spawn(
+                WsTtsSession::new(wire, socket, backend, timing)
+                    .run()
+                    .in_current_span(),
+            );
             Ok(session)
         })
     }

@@ -40,6 +40,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use base64::Engine as _;
 use serde_json::{Value, json};
@@ -199,7 +200,11 @@ impl TtsProvider for ElevenLabsTts {
             let mut timing = WsTtsTiming::new(c.first_audio_timeout_ms, c.keepalive_ms, rate);
             timing.max_open_contexts = Some(ELEVENLABS_MAX_CONTEXTS);
             let (session, backend) = TtsSession::channel();
-            tokio::spawn(WsTtsSession::new(ElevenLabsWire, socket, backend, timing).run());
+            tokio::spawn(
+                WsTtsSession::new(ElevenLabsWire, socket, backend, timing)
+                    .run()
+                    .in_current_span(),
+            );
             Ok(session)
         })
     }

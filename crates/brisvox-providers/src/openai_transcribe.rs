@@ -28,6 +28,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use reqwest::header::{AUTHORIZATION, HeaderValue};
 use serde::Deserialize;
@@ -152,7 +153,7 @@ impl SttProvider for OpenAiTranscribe {
                 in_flight: None,
                 closing: false,
             };
-            tokio::spawn(task.run());
+            tokio::spawn(task.run().in_current_span());
             Ok(session)
         })
     }

@@ -58,6 +58,7 @@ pub mod serve;
 pub mod setup_error;
 pub mod shedding;
 pub mod state;
+pub mod telemetry;
 
 mod call_log;
 mod route;

@@ -18,6 +18,7 @@ use brisvox_server::metrics::ServerMetrics;
 use brisvox_server::model_metrics::ModelStatsSource;
 use brisvox_server::serve::{ServerConfig, serve_until_signal};
 use brisvox_server::shedding::ModelPressure;
+use brisvox_server::telemetry::Telemetry;
 use clap::Parser;
 
 fn main() -> ExitCode {
@@ -126,17 +127,25 @@ fn serve(
         );
     }
     let (handler, pressure, model_stats) = call_handler(&settings)?;
+    let telemetry = Telemetry::from_env()?;
+    if telemetry.is_some() {
+        tracing::info!("OpenTelemetry: call traces exported over OTLP/HTTP");
+    }
     let config = ServerConfig {
         agent: Arc::new(settings),
         bind,
         handler,
         pressure,
         metrics: ServerMetrics::new().with_models(model_stats),
+        telemetry: telemetry.clone(),
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let report = runtime
         .block_on(serve_until_signal(config))
         .with_context(|| format!("cannot serve on {bind}"))?;
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
     tracing::info!(
         calls_at_start = report.calls_at_start,
         calls_ended = report.calls_ended,

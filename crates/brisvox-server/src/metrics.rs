@@ -1,45 +1,81 @@
 //! Prometheus metrics for `/metrics`, in their own registry.
 //!
-//! Gauges and counters the server updates itself (active calls, calls by
-//! outcome, refusals, dropped input frames), the per-turn metrics in ms, which
-//! [`ServerMetrics`] observes as one of every call's event consumers
-//! ([`EventObserver`]: synchronously on the engine's task, so a slow or
-//! broken socket cannot lose a turn's metrics), and histograms ready for the
-//! engine to feed (pool queue depth, VAD batch size, output underruns). The model services' own counters and wait / run histograms
-//! are read at each scrape ([`crate::model_metrics`]).
+//! Conventions: names in base units (`_seconds`, `_total` for counters), one
+//! series per measure, label sets bounded by fixed lists (every label value
+//! is pre-registered at zero, so a dashboard sees a series from the start).
+//!
+//! - Fed by the server itself: active calls, calls by outcome, refusals by
+//!   reason, dropped input frames, the build's version.
+//! - Fed by the engine's events ([`EventObserver`], synchronously on the
+//!   engine's task, so a slow or broken socket cannot lose them): each turn's
+//!   latencies ([`EngineEvent::TurnMetrics`]) and, at the end of each call
+//!   ([`EngineEvent::CallEnded`]), output underruns, provider errors by stage
+//!   and kind, and LLM requests and tokens.
+//! - Read from the model services at each scrape ([`crate::model_metrics`]):
+//!   pool waits, run times and queue depths, VAD windows and batches, Smart
+//!   Turn results.
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts,
+    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
     Registry, TextEncoder,
 };
 
+use brisvox_core::timeline::TurnRecord;
+use brisvox_engine::report::{CallReport, ProviderStage};
 use brisvox_engine::{EngineEvent, EventObserver};
+use brisvox_providers::ErrorKind;
 
 use crate::model_metrics::ModelStatsSource;
-use crate::wire_events::turn_metrics_ms;
 
-/// Bucket bounds of the per-turn histograms, in ms.
-pub const TURN_MS_BUCKETS: [f64; 14] = [
-    10.0, 25.0, 50.0, 100.0, 200.0, 300.0, 500.0, 750.0, 1000.0, 1500.0, 2000.0, 3000.0, 5000.0,
-    10000.0,
+/// Bucket bounds of the per-turn latency histograms, in seconds.
+pub const TURN_SECONDS_BUCKETS: [f64; 14] = [
+    0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0,
 ];
 
-/// Bucket bounds of `brisvox_pool_queue_depth`, in jobs.
-pub const POOL_QUEUE_BUCKETS: [f64; 12] = [
-    0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0,
+/// The per-turn measures: `brisvox_turn_<name>_seconds`, with their help text.
+pub const TURN_MEASURES: [(&str, &str); 6] = [
+    (
+        "end_of_turn_delay",
+        "From the end of the caller's speech to the end-of-turn decision.",
+    ),
+    (
+        "stt_final_delay",
+        "From the end of the caller's speech to the STT's final transcript.",
+    ),
+    ("llm_ttft", "From the LLM request to its first token."),
+    (
+        "tts_ttfb",
+        "From the first TTS request of a response to its first audio.",
+    ),
+    (
+        "response_latency",
+        "From the end of the caller's speech to the first answer audio sent (server-side voice-to-voice).",
+    ),
+    (
+        "time_to_silence",
+        "From a barge-in to the bot's audio stopping.",
+    ),
 ];
 
-/// Bucket bounds of `brisvox_vad_batch_size`, in windows.
-pub const VAD_BATCH_BUCKETS: [f64; 8] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0];
+/// Every `stage` label of `brisvox_provider_errors_total`.
+pub const PROVIDER_STAGES: [&str; 4] = [
+    "stt",
+    "llm_before_first_token",
+    "llm_after_first_token",
+    "tts",
+];
 
-/// The names of the per-turn metrics (label `metric` of `brisvox_turn_ms`).
-pub const TURN_METRICS: [&str; 6] = [
-    "end_of_turn_delay",
-    "stt_final_delay",
-    "llm_ttft",
-    "tts_ttfb",
-    "response_latency",
-    "time_to_silence",
+/// Every `kind` label of `brisvox_provider_errors_total`.
+pub const PROVIDER_ERROR_KINDS: [&str; 9] = [
+    "connect",
+    "auth",
+    "rate_limited",
+    "timeout",
+    "protocol",
+    "disconnected",
+    "server",
+    "cancelled",
+    "other",
 ];
 
 /// Every `outcome` label of `brisvox_calls_total` (pre-set to 0).
@@ -73,13 +109,9 @@ pub struct ServerMetrics {
     pub calls_total: IntCounterVec,
     /// Refused calls by `reason`.
     pub refused_total: IntCounterVec,
-    /// Per-turn metrics in ms, by `metric` (see [`TURN_METRICS`]).
-    pub turn_ms: HistogramVec,
-    /// Inference pool queue depth, observed per job.
-    pub pool_queue_depth: Histogram,
-    /// Windows per VAD batch.
-    pub vad_batch_size: Histogram,
-    /// Output frames the pacer found missing (underruns).
+    /// One histogram per entry of [`TURN_MEASURES`], in seconds.
+    turn_seconds: Vec<Histogram>,
+    /// Output frames the pacer handed over late (underruns), summed at each call's end.
     pub audio_underruns_total: IntCounter,
     /// Caller frames dropped because the handler fell behind.
     pub input_frames_dropped_total: IntCounter,
@@ -87,6 +119,14 @@ pub struct ServerMetrics {
     /// and `result` (`ok`, `refused`: the carrier answered with an error
     /// status, `failed`: no answer).
     pub call_control_total: IntCounterVec,
+    /// Provider failures by `stage` and `kind`, at each call's end.
+    provider_errors_total: IntCounterVec,
+    /// LLM completions requested, at each call's end.
+    llm_requests_total: IntCounter,
+    /// LLM tokens as the provider reported them, by `kind` (`input`, `output`).
+    llm_tokens_total: IntCounterVec,
+    /// Always 1, labelled with the build's version.
+    build_info: IntGaugeVec,
     /// The model services read at each scrape.
     models: ModelStatsSource,
 }
@@ -94,6 +134,16 @@ pub struct ServerMetrics {
 impl ServerMetrics {
     /// Registers every metric in a fresh registry.
     pub fn new() -> Self {
+        let turn_seconds = TURN_MEASURES
+            .iter()
+            .map(|(name, help)| {
+                histogram(
+                    &format!("brisvox_turn_{name}_seconds"),
+                    help,
+                    &TURN_SECONDS_BUCKETS,
+                )
+            })
+            .collect();
         let m = Self {
             registry: Registry::new(),
             active_calls: IntGauge::new("brisvox_active_calls", "Calls running now.")
@@ -101,43 +151,44 @@ impl ServerMetrics {
             calls_total: counter_vec(
                 "brisvox_calls_total",
                 "Finished calls by outcome.",
-                "outcome",
+                &["outcome"],
             ),
             refused_total: counter_vec(
                 "brisvox_calls_refused_total",
-                "Refused calls by reason.",
-                "reason",
+                "Calls refused before the websocket upgrade, by reason.",
+                &["reason"],
             ),
-            turn_ms: HistogramVec::new(
-                HistogramOpts::new("brisvox_turn_ms", "Per-turn metrics in milliseconds.")
-                    .buckets(TURN_MS_BUCKETS.to_vec()),
-                &["metric"],
-            )
-            .unwrap_or_else(bug),
-            pool_queue_depth: histogram(
-                "brisvox_pool_queue_depth",
-                "Inference pool queue depth.",
-                &POOL_QUEUE_BUCKETS,
-            ),
-            vad_batch_size: histogram(
-                "brisvox_vad_batch_size",
-                "VAD windows per batch.",
-                &VAD_BATCH_BUCKETS,
-            ),
+            turn_seconds,
             audio_underruns_total: counter(
                 "brisvox_audio_underruns_total",
-                "Output frames missing when due.",
+                "Answer frames handed to the transport later than their due time.",
             ),
             input_frames_dropped_total: counter(
                 "brisvox_input_frames_dropped_total",
                 "Caller frames dropped because the call fell behind.",
             ),
-            call_control_total: IntCounterVec::new(
-                Opts::new(
-                    "brisvox_call_control_total",
-                    "Call-control requests to carriers' REST APIs.",
-                ),
+            call_control_total: counter_vec(
+                "brisvox_call_control_total",
+                "Call-control requests to carriers' REST APIs.",
                 &["carrier", "action", "result"],
+            ),
+            provider_errors_total: counter_vec(
+                "brisvox_provider_errors_total",
+                "Provider failures by stage and kind (each attempt that failed).",
+                &["stage", "kind"],
+            ),
+            llm_requests_total: counter("brisvox_llm_requests_total", "LLM completions requested."),
+            llm_tokens_total: counter_vec(
+                "brisvox_llm_tokens_total",
+                "LLM tokens as the provider reported them, by kind (input, output).",
+                &["kind"],
+            ),
+            build_info: IntGaugeVec::new(
+                Opts::new(
+                    "brisvox_build_info",
+                    "Always 1; the labels say which build runs.",
+                ),
+                &["version"],
             )
             .unwrap_or_else(bug),
             models: ModelStatsSource::default(),
@@ -148,26 +199,40 @@ impl ServerMetrics {
 
     fn register_all(&self) {
         // Labelled series appear in the exposition from the start, at zero.
-        for name in TURN_METRICS {
-            self.turn_ms.with_label_values(&[name]);
-        }
         for outcome in CALL_OUTCOMES {
             self.calls_total.with_label_values(&[outcome]);
         }
         for reason in REFUSAL_REASONS {
             self.refused_total.with_label_values(&[reason]);
         }
-        let collectors: [Box<dyn prometheus::core::Collector>; 9] = [
+        for stage in PROVIDER_STAGES {
+            for kind in PROVIDER_ERROR_KINDS {
+                self.provider_errors_total.with_label_values(&[stage, kind]);
+            }
+        }
+        for kind in ["input", "output"] {
+            self.llm_tokens_total.with_label_values(&[kind]);
+        }
+        self.build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION")])
+            .set(1);
+        let mut collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
             Box::new(self.call_control_total.clone()),
             Box::new(self.active_calls.clone()),
             Box::new(self.calls_total.clone()),
             Box::new(self.refused_total.clone()),
-            Box::new(self.turn_ms.clone()),
-            Box::new(self.pool_queue_depth.clone()),
-            Box::new(self.vad_batch_size.clone()),
             Box::new(self.audio_underruns_total.clone()),
             Box::new(self.input_frames_dropped_total.clone()),
+            Box::new(self.provider_errors_total.clone()),
+            Box::new(self.llm_requests_total.clone()),
+            Box::new(self.llm_tokens_total.clone()),
+            Box::new(self.build_info.clone()),
         ];
+        collectors.extend(
+            self.turn_seconds
+                .iter()
+                .map(|h| Box::new(h.clone()) as Box<dyn prometheus::core::Collector>),
+        );
         for c in collectors {
             self.registry.register(c).unwrap_or_else(bug);
         }
@@ -179,21 +244,40 @@ impl ServerMetrics {
         self
     }
 
-    /// Records one finished turn's metrics (ms); unknown ones are `None`.
-    pub fn observe_turn(&self, metrics: &brisvox_transport::brisvox_ws::TurnMetricsMs) {
+    /// Records one turn's latencies; a measure the turn did not have is skipped.
+    pub fn observe_turn(&self, record: &TurnRecord) {
+        let m = record.metrics();
         let values = [
-            metrics.end_of_turn_delay_ms,
-            metrics.stt_final_delay_ms,
-            metrics.llm_ttft_ms,
-            metrics.tts_ttfb_ms,
-            metrics.response_latency_ms,
-            metrics.time_to_silence_ms,
+            m.end_of_turn_delay,
+            m.stt_final_delay,
+            m.llm_ttft,
+            m.tts_ttfb,
+            m.response_latency,
+            m.time_to_silence,
         ];
-        for (name, v) in TURN_METRICS.iter().zip(values) {
-            if let Some(v) = v {
-                self.turn_ms.with_label_values(&[*name]).observe(v);
+        for (histogram, value) in self.turn_seconds.iter().zip(values) {
+            if let Some(d) = value {
+                histogram.observe(d.as_secs_f64());
             }
         }
+    }
+
+    /// Adds a finished call's counters: underruns, provider errors, LLM usage.
+    pub fn observe_call(&self, report: &CallReport) {
+        self.audio_underruns_total.inc_by(report.pacer.underruns);
+        for failure in &report.provider_failures {
+            self.provider_errors_total
+                .with_label_values(&[stage_label(failure.stage), kind_label(failure.kind)])
+                .inc_by(failure.count);
+        }
+        self.llm_requests_total.inc_by(report.llm_usage.requests);
+        let tokens = &self.llm_tokens_total;
+        tokens
+            .with_label_values(&["input"])
+            .inc_by(report.llm_usage.input_tokens);
+        tokens
+            .with_label_values(&["output"])
+            .inc_by(report.llm_usage.output_tokens);
     }
 
     /// The Prometheus text exposition of every metric.
@@ -211,12 +295,38 @@ impl ServerMetrics {
 }
 
 impl EventObserver for ServerMetrics {
-    /// Records each turn's metrics from the engine's [`EngineEvent::TurnMetrics`]
-    /// (sent once per caller's turn).
+    /// Records each turn's latencies from the engine's [`EngineEvent::TurnMetrics`]
+    /// (once per caller's turn) and each call's counters from
+    /// [`EngineEvent::CallEnded`].
     fn observe(&self, event: &EngineEvent) {
-        if let EngineEvent::TurnMetrics { record } = event {
-            self.observe_turn(&turn_metrics_ms(record));
+        match event {
+            EngineEvent::TurnMetrics { record } => self.observe_turn(record),
+            EngineEvent::CallEnded { report } => self.observe_call(report),
+            _ => {}
         }
+    }
+}
+
+fn stage_label(stage: ProviderStage) -> &'static str {
+    match stage {
+        ProviderStage::Stt => PROVIDER_STAGES[0],
+        ProviderStage::LlmBeforeFirstToken => PROVIDER_STAGES[1],
+        ProviderStage::LlmAfterFirstToken => PROVIDER_STAGES[2],
+        ProviderStage::Tts => PROVIDER_STAGES[3],
+    }
+}
+
+fn kind_label(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Connect => "connect",
+        ErrorKind::Auth => "auth",
+        ErrorKind::RateLimited => "rate_limited",
+        ErrorKind::Timeout => "timeout",
+        ErrorKind::Protocol => "protocol",
+        ErrorKind::Disconnected => "disconnected",
+        ErrorKind::Server => "server",
+        ErrorKind::Cancelled => "cancelled",
+        _ => "other",
     }
 }
 
@@ -230,8 +340,8 @@ fn counter(name: &str, help: &str) -> IntCounter {
     IntCounter::new(name, help).unwrap_or_else(bug)
 }
 
-fn counter_vec(name: &str, help: &str, label: &str) -> IntCounterVec {
-    IntCounterVec::new(Opts::new(name, help), &[label]).unwrap_or_else(bug)
+fn counter_vec(name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    IntCounterVec::new(Opts::new(name, help), labels).unwrap_or_else(bug)
 }
 
 fn histogram(name: &str, help: &str, buckets: &[f64]) -> Histogram {
@@ -247,27 +357,72 @@ fn bug<T, E: std::fmt::Debug>(e: E) -> T {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
+    use brisvox_core::Epoch;
+    use brisvox_core::timeline::{TimelineRecorder, TurnEvent};
+
     use super::*;
 
     #[test]
-    fn every_metric_renders() {
+    fn every_metric_renders_in_base_units_from_the_start() {
         let m = ServerMetrics::new();
         m.active_calls.set(3);
         m.calls_total.with_label_values(&["completed"]).inc();
-        m.observe_turn(&brisvox_transport::brisvox_ws::TurnMetricsMs {
-            llm_ttft_ms: Some(350.0),
-            ..Default::default()
-        });
         let text = m.render();
         for name in [
             "brisvox_active_calls 3",
             "brisvox_calls_total{outcome=\"completed\"} 1",
-            "brisvox_turn_ms_bucket{metric=\"llm_ttft\",le=\"500\"} 1",
-            "brisvox_pool_queue_depth_bucket",
-            "brisvox_vad_batch_size_bucket",
+            "brisvox_turn_llm_ttft_seconds_count 0",
+            "brisvox_turn_response_latency_seconds_bucket{le=\"0.5\"} 0",
             "brisvox_audio_underruns_total 0",
+            "brisvox_provider_errors_total{kind=\"timeout\",stage=\"tts\"} 0",
+            "brisvox_llm_tokens_total{kind=\"output\"} 0",
+            "brisvox_calls_refused_total{reason=\"pool_pressure\"} 0",
         ] {
             assert!(text.contains(name), "{name} missing in\n{text}");
         }
+        assert!(text.contains(&format!(
+            "brisvox_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        )));
+        assert!(
+            !text.contains("brisvox_turn_ms"),
+            "the old ms histogram is gone"
+        );
+    }
+
+    #[test]
+    fn a_turn_is_observed_in_seconds_once_per_measure_it_has() {
+        #[allow(clippy::disallowed_methods)] // a test origin
+        let t0 = Instant::now();
+        let mut rec = TimelineRecorder::new();
+        let e = Epoch(1);
+        rec.mark(e, TurnEvent::UserSpeechEnd, t0);
+        rec.mark(e, TurnEvent::LlmRequest, t0 + Duration::from_millis(100));
+        rec.mark(e, TurnEvent::LlmFirstToken, t0 + Duration::from_millis(450));
+        rec.finish();
+        let record = rec.drain_finished().next().expect("the turn was marked");
+        let m = ServerMetrics::new();
+        m.observe(&EngineEvent::TurnMetrics {
+            record: Box::new(record),
+        });
+        let text = m.render();
+        assert!(
+            text.contains("brisvox_turn_llm_ttft_seconds_bucket{le=\"0.3\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("brisvox_turn_llm_ttft_seconds_bucket{le=\"0.5\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("brisvox_turn_llm_ttft_seconds_sum 0.35"),
+            "{text}"
+        );
+        assert!(
+            text.contains("brisvox_turn_tts_ttfb_seconds_count 0"),
+            "{text}"
+        );
     }
 }

@@ -28,12 +28,14 @@ use brisvox_transport::brisvox_ws::ServerEvent;
 use futures_util::SinkExt;
 use futures_util::stream::SplitSink;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::admission::CallPermit;
 use crate::call_log::CallLog;
 use crate::handler::{CallFailed, CallStart};
 use crate::metrics::ServerMetrics;
 use crate::state::AppState;
+use crate::telemetry::CallTrace;
 use crate::wire_events::WireEvents;
 
 /// The sending half of a call's socket.
@@ -199,14 +201,22 @@ pub(crate) fn now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 
-/// A call's event bus and its consumers: `/metrics` and the call log observe
-/// every event synchronously (nothing can be lost to them), the socket writer
+/// A call's event bus and its consumers: `/metrics`, the call log and the
+/// call's trace (when tracing is on) observe every event synchronously
+/// (nothing can be lost to them), the socket writer
 /// reads its own queue of [`EVENT_QUEUE_CAPACITY`] events (what finds it full
 /// is dropped for the writer only, counted and logged at the end).
-fn call_events(metrics: &ServerMetrics, call_id: &str) -> (EventBus, EventReceiver) {
+fn call_events(
+    metrics: &ServerMetrics,
+    call_id: &str,
+    trace: Option<Arc<CallTrace>>,
+) -> (EventBus, EventReceiver) {
     let mut events = EventBus::new();
     events.observe(Arc::new(metrics.clone()));
     events.observe(Arc::new(CallLog::new(call_id)));
+    if let Some(trace) = trace {
+        events.observe(trace);
+    }
     let writer = events.subscribe(EVENT_QUEUE_CAPACITY);
     (events, writer)
 }
@@ -216,10 +226,11 @@ type HandlerResult = Result<Result<CallEnd, CallFailed>, tokio::task::JoinError>
 
 /// Runs an admitted, started call: spawns the writer and the handler on the
 /// call's edge, runs the route's `reader` until the call ends from any side,
-/// then closes.
+/// then closes and frees the call's slot ([`finish`]); returns how it ended.
 pub(crate) async fn drive_call<W, F, Fut>(
     state: &Arc<AppState>,
     start: CallStart,
+    permit: CallPermit,
     wire: W,
     reader: F,
 ) -> Outcome
@@ -228,12 +239,22 @@ where
     F: FnOnce(RouteIo) -> Fut,
     Fut: Future<Output = Outcome> + Send,
 {
+    // Every log line of the call (route, writer, engine stages, providers)
+    // is written inside this span, so it carries the call's id.
+    let span = tracing::info_span!(
+        "call",
+        call_id = %start.call_id,
+        transport = start.transport.name()
+    );
     let (inbound, source) = inbound_queue(INBOUND_FRAMES, INBOUND_CONTROLS);
     let (sink, audio) = audio_queue(AUDIO_QUEUE_FRAMES);
-    let (events, writer_events) = call_events(&state.metrics, &start.call_id);
+    let trace = (state.telemetry.as_ref()).map(|t| t.call(&start.call_id, start.transport.name()));
+    let (events, writer_events) = call_events(&state.metrics, &start.call_id, trace);
     let (cmd_tx, cmd_rx) = mpsc::channel(WRITER_CMD_QUEUE);
     let rate_hz = start.output_sample_rate_hz;
-    let writer = tokio::spawn(run_writer(wire, audio, writer_events, cmd_rx, rate_hz));
+    let writer = tokio::spawn(
+        run_writer(wire, audio, writer_events, cmd_rx, rate_hz).instrument(span.clone()),
+    );
     let context = CallContext {
         call_id: start.call_id.clone(),
         transport: start.transport.name().to_owned(),
@@ -242,13 +263,13 @@ where
     let edge = CallEdge::new(source, sink)
         .with_context(context)
         .with_events(events);
-    let mut handler = tokio::spawn(state.handler.run_call(start, edge));
+    let mut handler = tokio::spawn(state.handler.run_call(start, edge).instrument(span.clone()));
     let io = RouteIo {
         inbound,
         cmd_tx: cmd_tx.clone(),
         state: state.clone(),
     };
-    let mut reader = Box::pin(reader(io));
+    let mut reader = Box::pin(reader(io).instrument(span.clone()));
     let mut end_calls = state.end_calls.clone();
     let (outcome, handler_result) = tokio::select! {
         o = &mut reader => (o, None),
@@ -260,7 +281,10 @@ where
         Some(r) => failure_of(r),
         None => await_handler(handler).await,
     };
-    close_call(cmd_tx, writer, outcome, failure).await;
+    close_call(cmd_tx, writer, outcome, failure)
+        .instrument(span.clone())
+        .await;
+    span.in_scope(|| finish(state, outcome, permit));
     outcome
 }
 
@@ -439,7 +463,7 @@ mod tests {
         use brisvox_engine::EngineEvent;
 
         let metrics = ServerMetrics::new();
-        let (bus, writer) = call_events(&metrics, "c1");
+        let (bus, writer) = call_events(&metrics, "c1", None);
         for _ in 0..2 * EVENT_QUEUE_CAPACITY {
             bus.emit(EngineEvent::BotSpeakingStarted { epoch: Epoch(1) });
         }
@@ -461,7 +485,7 @@ mod tests {
         );
         let text = metrics.render();
         assert!(
-            text.contains("brisvox_turn_ms_count{metric=\"response_latency\"} 1"),
+            text.contains("brisvox_turn_response_latency_seconds_count 1"),
             "{text}"
         );
     }

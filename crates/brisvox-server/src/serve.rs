@@ -22,6 +22,7 @@ use crate::http::router;
 use crate::listener::{self, ConnectionLimits, ConnectionStats};
 use crate::metrics::ServerMetrics;
 use crate::state::AppState;
+use crate::telemetry::Telemetry;
 
 /// How long calls ended at the end of the grace get to close.
 pub const END_CALLS_GRACE: Duration = Duration::from_secs(5);
@@ -36,9 +37,11 @@ pub struct ServerConfig {
     pub handler: Arc<dyn CallHandler>,
     /// The pool-pressure hook of admission control.
     pub pressure: Box<dyn PoolPressure>,
-    /// The metrics `/metrics` renders; keep a clone to feed the engine's
-    /// series (pool queue depth, VAD batch size, underruns).
+    /// The metrics `/metrics` renders (every call's events feed them).
     pub metrics: ServerMetrics,
+    /// The OpenTelemetry tracer every call's spans go to, if a collector is
+    /// configured ([`Telemetry::from_env`]).
+    pub telemetry: Option<Telemetry>,
 }
 
 impl std::fmt::Debug for ServerConfig {
@@ -99,6 +102,7 @@ pub async fn start(config: ServerConfig) -> std::io::Result<RunningServer> {
         handler: config.handler,
         admission: Admission::new(max_calls, config.pressure),
         metrics: config.metrics,
+        telemetry: config.telemetry,
         end_calls: end_rx,
     });
     let (stop_tx, stop_rx) = oneshot::channel::<()>();

@@ -12,6 +12,7 @@ use crate::agent::AgentSettings;
 use crate::carrier_control::CarrierControls;
 use crate::handler::CallHandler;
 use crate::metrics::ServerMetrics;
+use crate::telemetry::Telemetry;
 
 /// State shared by every route.
 pub struct AppState {
@@ -23,6 +24,8 @@ pub struct AppState {
     pub admission: Arc<Admission>,
     /// Metrics.
     pub metrics: ServerMetrics,
+    /// Where each call's trace goes, when tracing is on.
+    pub telemetry: Option<Telemetry>,
     /// Size limits of the brisvox decoder.
     pub limits: DecoderLimits,
     /// Turns true when running calls must end (drain grace over).

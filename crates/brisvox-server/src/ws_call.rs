@@ -156,11 +156,10 @@ pub(crate) async fn run(socket: WebSocket, state: Arc<AppState>, permit: CallPer
     let start = call_start(info, &state);
     let bytes = Vec::with_capacity(codec.frame_bytes(start.output_sample_rate_hz));
     let wire = BrisvoxWire { sink, codec, bytes };
-    let outcome = drive_call(&state, start, wire, |io| {
+    drive_call(&state, start, permit, wire, |io| {
         read_loop(stream, decoder, inbound, io)
     })
     .await;
-    finish(&state, outcome, permit);
 }
 
 fn started_event(info: &StartInfo, state: &AppState) -> ServerEvent {

@@ -214,11 +214,10 @@ pub(crate) async fn run(
         playout: Playout::for_format(format),
         frames_since_mark: 0,
     };
-    let outcome = drive_call(&state, call, wire, |io| {
+    let outcome = drive_call(&state, call, permit, wire, |io| {
         read_loop(stream, codec, inbound, io)
     })
     .await;
-    finish(&state, outcome, permit);
     if ended_by_server(outcome) && state.controls.hangs_up(carrier) {
         let _ = state
             .controls

@@ -18,10 +18,12 @@ async fn health_ready_metrics() {
     assert_eq!(status, 200);
     for name in [
         "brisvox_active_calls 0",
-        "# TYPE brisvox_turn_ms histogram",
-        "# TYPE brisvox_pool_queue_depth histogram",
-        "# TYPE brisvox_vad_batch_size histogram",
+        "# TYPE brisvox_turn_response_latency_seconds histogram",
+        "# TYPE brisvox_turn_time_to_silence_seconds histogram",
         "brisvox_audio_underruns_total 0",
+        "# TYPE brisvox_provider_errors_total counter",
+        "# TYPE brisvox_llm_tokens_total counter",
+        "# TYPE brisvox_build_info gauge",
     ] {
         assert!(body.contains(name), "{name} missing in\n{body}");
     }

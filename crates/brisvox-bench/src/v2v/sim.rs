@@ -192,6 +192,7 @@ impl SimServer {
             handler: Arc::new(handler),
             pressure,
             metrics: ServerMetrics::new(),
+            telemetry: None,
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(server_workers.max(1))

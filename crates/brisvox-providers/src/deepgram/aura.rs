@@ -33,6 +33,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
@@ -133,7 +134,7 @@ impl TtsProvider for DeepgramAura {
                 clears_in_flight: 0,
                 odd_byte: None,
             };
-            tokio::spawn(task.run());
+            tokio::spawn(task.run().in_current_span());
             Ok(session)
         })
     }

@@ -38,6 +38,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
@@ -200,7 +201,7 @@ impl SttProvider for DeepgramStt {
             tracing::debug!(url = %redact_url(&url), "Deepgram listen socket open");
             let (session, backend) = SttSession::channel();
             let task = ListenTask::new(self, url, config, backend, socket);
-            tokio::spawn(task.run());
+            tokio::spawn(task.run().in_current_span());
             Ok(session)
         })
     }

@@ -17,6 +17,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use tracing::Instrument as _;
 
 use tokio::sync::mpsc;
 
@@ -44,7 +45,7 @@ pub(crate) fn spawn_session(speaker: impl ChunkSpeaker) -> TtsSession {
         pending: VecDeque::with_capacity(TTS_INPUT_CAPACITY),
         failed: None,
     };
-    tokio::spawn(actor.run());
+    tokio::spawn(actor.run().in_current_span());
     session
 }
 

@@ -45,6 +45,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc as std_mpsc};
 use std::time::{Duration, Instant};
+use tracing::Instrument as _;
 
 use brisvox_audio::StreamResampler;
 use brisvox_core::AudioFrame;
@@ -398,7 +399,7 @@ impl SttProvider for LocalStt {
                 in_flight: None,
                 closing: false,
             };
-            tokio::spawn(task.run());
+            tokio::spawn(task.run().in_current_span());
             Ok(session)
         })
     }

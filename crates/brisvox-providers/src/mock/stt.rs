@@ -22,6 +22,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use tracing::Instrument as _;
 
 use super::lock;
 use std::time::Duration;
@@ -267,7 +268,7 @@ impl MockStt {
             closing: false,
             stalled: false,
         };
-        tokio::spawn(run(backend, state));
+        tokio::spawn(run(backend, state).in_current_span());
         Ok(session)
     }
 }

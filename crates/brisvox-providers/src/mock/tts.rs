@@ -8,6 +8,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use tracing::Instrument as _;
 
 use super::lock;
 use std::time::Duration;
@@ -198,7 +199,7 @@ impl MockTts {
             open: Vec::with_capacity(MAX_OPEN_CONTEXTS),
         };
         let actor = SessionActor { backend, state };
-        tokio::spawn(actor.run());
+        tokio::spawn(actor.run().in_current_span());
         Ok(session)
     }
 }

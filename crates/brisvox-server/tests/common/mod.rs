@@ -45,6 +45,7 @@ pub async fn server_with_env(
         handler,
         pressure: Box::new(NoPoolPressure),
         metrics: brisvox_server::metrics::ServerMetrics::new(),
+        telemetry: None,
     })
     .await
     .unwrap()
@@ -281,4 +282,71 @@ pub async fn wait_metric(addr: SocketAddr, needle: &str) -> String {
         found
     })
     .await
+}
+
+/// The real `brisvox serve` binary on 127.0.0.1:0 with JSON logs; killed when
+/// dropped. `lines` receives every log line after "listening".
+pub struct Binary {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+    pub lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Binary {
+    /// Starts the binary on the agent file `agent_toml` (written to `dir`),
+    /// with `env` added to its environment, and waits until it listens.
+    pub fn start(dir: &std::path::Path, agent_toml: &str, env: &[(&str, &str)]) -> Binary {
+        use std::io::BufRead as _;
+        let agent = dir.join("agent.toml");
+        std::fs::write(&agent, agent_toml).expect("agent file written");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_brisvox"))
+            .args(["serve", "--bind", "127.0.0.1:0", "--log-format", "json"])
+            .arg("--agent")
+            .arg(&agent)
+            .envs(env.iter().copied())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the binary starts");
+        let stderr = child.stderr.take().expect("piped");
+        let (line_tx, lines) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = line_tx.send(line);
+            }
+        });
+        let addr = loop {
+            let line = lines
+                .recv_timeout(WAIT)
+                .expect("the server logs until it listens");
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                panic!("a log line that is not JSON: {line}");
+            };
+            if v["fields"]["message"] == "listening" {
+                break v["fields"]["local_addr"]
+                    .as_str()
+                    .expect("address")
+                    .parse()
+                    .expect("socket address");
+            }
+        };
+        Binary { child, addr, lines }
+    }
+
+    /// Sends SIGTERM and waits for the exit; true when it exited cleanly.
+    pub fn terminate(&mut self) -> bool {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().expect("the binary exits").success()
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
