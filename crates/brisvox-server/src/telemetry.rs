@@ -221,7 +221,11 @@ impl Clock {
 
 impl CallTrace {
     fn new(tracer: SdkTracer, call_id: &str, transport: &str) -> CallTrace {
-        let clock = Clock::now();
+        CallTrace::started_at(tracer, call_id, transport, Clock::now())
+    }
+
+    /// A call's trace whose `call` span began at `clock`.
+    fn started_at(tracer: SdkTracer, call_id: &str, transport: &str, clock: Clock) -> CallTrace {
         let span = tracer
             .span_builder("call")
             .with_kind(SpanKind::Server)
@@ -588,7 +592,16 @@ mod tests {
             .with_simple_exporter(spans.clone())
             .build();
         let tracer = opentelemetry::trace::TracerProvider::tracer(&provider, "test");
-        let trace = CallTrace::new(tracer, "call-9", "twilio");
+        // The call began a second ago: the tool calls below started before
+        // their events (by their latency), after the call.
+        let second = Duration::from_secs(1);
+        let clock = Clock {
+            instant: Instant::now()
+                .checked_sub(second)
+                .expect("a second of uptime"),
+            system: SystemTime::now() - second,
+        };
+        let trace = CallTrace::started_at(tracer, "call-9", "twilio", clock);
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
         let mut rec = TimelineRecorder::new();
