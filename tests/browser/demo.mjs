@@ -196,6 +196,14 @@ try {
     `window.brisvoxDemo.audibleMs > ${flush.audibleMs} + 200`, 15000);
   await waitFor(page, 'turn metrics', () => window.brisvoxDemo.turnMetrics.length >= 1, 30000);
   check(await page.locator('#turns .bar .seg').count() > 0, 'a latency bar is drawn');
+  // The bot's side: the greeting's and the answer's words, as sent to the voice.
+  const botTexts = await page.evaluate(() => window.brisvoxDemo.botTexts);
+  check(botTexts.some((t) => t.startsWith('Hello!')), `the greeting's words came as bot_text (${JSON.stringify(botTexts)})`);
+  check(botTexts.length >= 2, `the answer's words came as bot_text too (${botTexts.length} texts)`);
+  check((await page.textContent('#transcript')).includes('bot: '), 'the bot\'s words are on the page');
+  const answered = (await page.evaluate(() => window.brisvoxDemo.turnMetrics)).find((t) => t.waited_for);
+  check(answered && (await page.textContent('#turns')).includes('waited for'),
+    `the latency bar says what the turn waited for (${answered && answered.waited_for})`);
   const m = await page.evaluate(() => window.brisvoxDemo.turnMetrics[0]);
   check(typeof m.response_latency_ms === 'number' || typeof m.time_to_silence_ms === 'number',
     `turn_metrics has latencies (${JSON.stringify(m)})`);

@@ -213,6 +213,28 @@ impl TurnRecord {
         }
     }
 
+    /// What the end of this turn waited for last: `"stt_final"` when the
+    /// transcript came last (at most 50 ms before the turn end), `"turn_model"`
+    /// when the end-of-turn verdict did, `"timeout"` when the turn ended later
+    /// than both (a deadline: the final timeout, or the wait after an
+    /// "incomplete" verdict or a fixed silence); `None` before the turn end.
+    pub fn end_of_turn_waited_for(&self) -> Option<&'static str> {
+        use TurnEvent as E;
+        let end = self.at(E::TurnEnd)?;
+        let before_end = |e| self.at(e).filter(|&t| t <= end);
+        let last = match (before_end(E::SttFinal), before_end(E::TurnVerdict)) {
+            (Some(f), Some(v)) if f >= v => Some((f, "stt_final")),
+            (Some(_), Some(v)) => Some((v, "turn_model")),
+            (Some(f), None) => Some((f, "stt_final")),
+            (None, Some(v)) => Some((v, "turn_model")),
+            (None, None) => None,
+        };
+        Some(match last {
+            Some((at, what)) if end.duration_since(at) <= Duration::from_millis(50) => what,
+            _ => "timeout",
+        })
+    }
+
     /// The engine's own hand-offs in this turn, from its marks.
     pub fn engine_hops(&self) -> EngineHops {
         use TurnEvent as E;
@@ -492,6 +514,26 @@ mod tests {
 
     fn ms(base: Instant, n: u64) -> Instant {
         base + Duration::from_millis(n)
+    }
+
+    #[test]
+    fn the_end_of_turn_waited_for_the_last_input_or_a_deadline() {
+        let b = t0();
+        let waited = |marks: &[(TurnEvent, u64)]| {
+            let mut r = TimelineRecorder::new();
+            for &(e, at) in marks {
+                r.mark(Epoch(1), e, ms(b, at));
+            }
+            r.open_turn().unwrap().end_of_turn_waited_for()
+        };
+        let final_last = [(E::TurnVerdict, 100), (E::SttFinal, 300), (E::TurnEnd, 300)];
+        assert_eq!(waited(&final_last), Some("stt_final"));
+        let verdict_last = [(E::SttFinal, 100), (E::TurnVerdict, 200), (E::TurnEnd, 201)];
+        assert_eq!(waited(&verdict_last), Some("turn_model"));
+        let deadline = [(E::TurnVerdict, 100), (E::TurnEnd, 1100)];
+        assert_eq!(waited(&deadline), Some("timeout"));
+        assert_eq!(waited(&[(E::TurnEnd, 500)]), Some("timeout"));
+        assert_eq!(waited(&[(E::SttFinal, 500)]), None, "no turn end yet");
     }
 
     #[test]

@@ -352,6 +352,7 @@ impl Call {
             Arc::clone(&self.timeline),
             self.floor.subscribe(),
             self.shutdown.subscribe(),
+            self.events.clone(),
         )
     }
 

@@ -20,11 +20,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::time::Duration;
+
 use brisvox_core::Epoch;
 use brisvox_core::timeline::TurnRecord;
 use tokio::sync::mpsc;
 
 use crate::controls::{DtmfDigit, Metadata};
+use crate::turn::NoTextReason;
 
 /// Capacity of the event queue a route's writer usually subscribes with.
 pub const EVENT_QUEUE_CAPACITY: usize = 64;
@@ -127,6 +130,26 @@ pub enum EngineEvent {
         latency: std::time::Duration,
         /// The turn was interrupted first: the result is recorded, not spoken.
         late: bool,
+    },
+    /// The caller's turn of `epoch` ended without text: no LLM request was
+    /// made. `replied` when the not-heard reply is spoken instead of silence.
+    TurnNoText {
+        /// The turn's epoch.
+        epoch: Epoch,
+        /// Why there was no text.
+        reason: NoTextReason,
+        /// How long the caller spoke (VAD start to stop).
+        speech: Duration,
+        /// Whether the not-heard reply is spoken.
+        replied: bool,
+    },
+    /// Text the bot is about to speak, as handed to the TTS (a sentence or
+    /// clause at a time; a barge-in may cut the audio of the last ones short).
+    BotText {
+        /// The response's epoch.
+        epoch: Epoch,
+        /// The text.
+        text: String,
     },
     /// A turn is finished (the next turn started, or the call ended); its
     /// metrics are `record.metrics()`, including a barge-in's `time_to_silence`.

@@ -7,14 +7,16 @@ mod support_local_stt;
 
 use std::time::Duration;
 
-use brisvox_providers::local::{LocalStt, LocalSttOptions};
+use brisvox_providers::local::LocalStt;
 use brisvox_providers::{SttConfig, SttEvent, SttProvider};
-use support_local_stt::{FakeRecognizer, Reply, final_text, frame, next_event, send_frames};
+use support_local_stt::{
+    FakeRecognizer, Reply, final_text, frame, next_event, no_partials, send_frames,
+};
 
 #[tokio::test]
 async fn each_finalize_gets_the_text_of_the_audio_before_it() {
     let fake = FakeRecognizer::numbering();
-    let stt = LocalStt::new(fake.clone(), LocalSttOptions::default()).unwrap();
+    let stt = LocalStt::new(fake.clone(), no_partials()).unwrap();
     let (sender, mut events) = stt.connect(SttConfig::default()).await.unwrap().split();
 
     send_frames(&sender, 50, &frame(16_000, 1_000)).await; // 1 s
@@ -42,7 +44,7 @@ async fn each_finalize_gets_the_text_of_the_audio_before_it() {
 #[tokio::test]
 async fn eight_khz_audio_reaches_the_recognizer_at_16_khz() {
     let fake = FakeRecognizer::numbering();
-    let stt = LocalStt::new(fake.clone(), LocalSttOptions::default()).unwrap();
+    let stt = LocalStt::new(fake.clone(), no_partials()).unwrap();
     let mut config = SttConfig::default();
     config.sample_rate_hz = 8_000;
     let (sender, mut events) = stt.connect(config).await.unwrap().split();
@@ -69,7 +71,7 @@ async fn eight_khz_audio_reaches_the_recognizer_at_16_khz() {
 #[tokio::test]
 async fn an_empty_utterance_gets_an_empty_final_without_recognition() {
     let fake = FakeRecognizer::numbering();
-    let stt = LocalStt::new(fake.clone(), LocalSttOptions::default()).unwrap();
+    let stt = LocalStt::new(fake.clone(), no_partials()).unwrap();
     let (sender, mut events) = stt.connect(SttConfig::default()).await.unwrap().split();
 
     sender.finalize().await.unwrap();
@@ -88,7 +90,7 @@ async fn an_empty_utterance_gets_an_empty_final_without_recognition() {
 #[tokio::test]
 async fn close_answers_the_pending_utterances_then_closes() {
     let fake = FakeRecognizer::new(|i| Reply::Slow(Duration::from_millis(30), format!("u{i}")));
-    let stt = LocalStt::new(fake.clone(), LocalSttOptions::default()).unwrap();
+    let stt = LocalStt::new(fake.clone(), no_partials()).unwrap();
     let (sender, mut events) = stt.connect(SttConfig::default()).await.unwrap().split();
     for _ in 0..3 {
         send_frames(&sender, 5, &frame(16_000, 100)).await;
@@ -108,7 +110,7 @@ async fn close_answers_the_pending_utterances_then_closes() {
 #[tokio::test]
 async fn recognition_time_is_measured_on_the_thread() {
     let fake = FakeRecognizer::new(|_| Reply::Slow(Duration::from_millis(60), "slow".into()));
-    let stt = LocalStt::new(fake, LocalSttOptions::default()).unwrap();
+    let stt = LocalStt::new(fake, no_partials()).unwrap();
     let (sender, mut events) = stt.connect(SttConfig::default()).await.unwrap().split();
     send_frames(&sender, 5, &frame(16_000, 100)).await;
     sender.finalize().await.unwrap();

@@ -7,11 +7,13 @@
 
 mod support_local_stt;
 
-use brisvox_providers::local::{LocalStt, LocalSttError, LocalSttOptions};
+use brisvox_providers::local::{LocalStt, LocalSttError};
 use brisvox_providers::{ErrorKind, SttConfig, SttEvent, SttProvider};
 use brisvox_testkit::tasks::{alive_tasks, until_alive_tasks};
 use brisvox_testkit::{PATIENCE, eventually_async};
-use support_local_stt::{FakeRecognizer, Reply, final_text, frame, next_event, send_frames};
+use support_local_stt::{
+    FakeRecognizer, Reply, final_text, frame, next_event, no_partials, send_frames,
+};
 
 fn error_of(event: SttEvent) -> brisvox_providers::ProviderError {
     match event {
@@ -27,7 +29,7 @@ async fn a_failed_or_panicking_recognition_is_an_error_and_the_session_goes_on()
         1 => Reply::Panic,
         _ => Reply::Text("fine again".into()),
     });
-    let stt = LocalStt::new(fake.clone(), LocalSttOptions::default()).unwrap();
+    let stt = LocalStt::new(fake.clone(), no_partials()).unwrap();
     let (sender, mut events) = stt.connect(SttConfig::default()).await.unwrap().split();
     for _ in 0..3 {
         send_frames(&sender, 5, &frame(16_000, 100)).await;
@@ -46,7 +48,7 @@ async fn a_failed_or_panicking_recognition_is_an_error_and_the_session_goes_on()
 #[tokio::test]
 async fn an_utterance_over_the_cap_keeps_its_last_seconds() {
     let fake = FakeRecognizer::numbering();
-    let mut options = LocalSttOptions::default();
+    let mut options = no_partials();
     options.max_utterance_ms = 1_000;
     let stt = LocalStt::new(fake.clone(), options).unwrap();
     let (sender, mut events) = stt.connect(SttConfig::default()).await.unwrap().split();
@@ -63,7 +65,7 @@ async fn an_utterance_over_the_cap_keeps_its_last_seconds() {
 #[tokio::test]
 async fn a_full_queue_refuses_the_newest_utterance_with_a_retryable_error() {
     let (fake, release) = FakeRecognizer::gated();
-    let mut options = LocalSttOptions::default();
+    let mut options = no_partials();
     options.queue_capacity = 1;
     let stt = LocalStt::new(fake.clone(), options).unwrap();
     let mut sessions = Vec::new();
@@ -100,7 +102,7 @@ async fn a_full_queue_refuses_the_newest_utterance_with_a_retryable_error() {
 #[tokio::test]
 async fn a_dropped_session_s_queued_utterances_are_skipped() {
     let (fake, release) = FakeRecognizer::gated();
-    let stt = LocalStt::new(fake.clone(), LocalSttOptions::default()).unwrap();
+    let stt = LocalStt::new(fake.clone(), no_partials()).unwrap();
     let (sender_a, mut events_a) = stt.connect(SttConfig::default()).await.unwrap().split();
     let without_b = alive_tasks();
     let (sender_b, events_b) = stt.connect(SttConfig::default()).await.unwrap().split();
@@ -131,7 +133,7 @@ async fn a_dropped_session_s_queued_utterances_are_skipped() {
 
 #[tokio::test]
 async fn a_language_the_recognizer_does_not_know_is_refused_at_connect() {
-    let stt = LocalStt::new(FakeRecognizer::english_only(), LocalSttOptions::default()).unwrap();
+    let stt = LocalStt::new(FakeRecognizer::english_only(), no_partials()).unwrap();
     let mut config = SttConfig::default();
     config.language = Some("tr".into());
     let error = stt.connect(config).await.unwrap_err();
@@ -148,7 +150,7 @@ fn bad_options_are_refused() {
         (1, 0, 30_000, "queue_capacity"),
         (1, 8, 10, "max_utterance_ms"),
     ] {
-        let mut options = LocalSttOptions::default();
+        let mut options = no_partials();
         options.threads = threads;
         options.queue_capacity = queue;
         options.max_utterance_ms = max_ms;

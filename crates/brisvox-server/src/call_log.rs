@@ -50,6 +50,19 @@ impl EventObserver for CallLog {
             EngineEvent::Interrupted { old, new } => {
                 tracing::debug!(call_id, old = old.0, new = new.0, "bot interrupted");
             }
+            EngineEvent::TurnNoText {
+                epoch,
+                reason,
+                speech,
+                replied,
+            } => tracing::info!(
+                call_id,
+                turn = epoch.0,
+                reason = reason.as_str(),
+                speech_ms = speech.as_millis() as u64,
+                replied,
+                "a turn produced no text"
+            ),
             EngineEvent::TurnMetrics { record } => {
                 let ms = |d: Option<std::time::Duration>| d.map(|d| d.as_secs_f64() * 1000.0);
                 let m = record.metrics();

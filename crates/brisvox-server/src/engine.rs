@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use brisvox_engine::turn::{
-    BargeInConfig, IdleConfig, IncompleteShortcut, TurnConfig, TurnPolicy as EnginePolicy,
+    BargeInConfig, IdleConfig, IncompleteShortcut, NotHeardConfig, TurnConfig,
+    TurnPolicy as EnginePolicy,
 };
 use brisvox_engine::{
     EarlyAnalysisConfig, EngineConfig, EventObserver, Models, Providers, VadSource, VerdictSource,
@@ -250,6 +251,10 @@ fn turn_config(agent: &AgentSettings) -> TurnConfig {
         ))),
         greeting: agent.greeting.clone().filter(|g| !g.trim().is_empty()),
         resume_false_interruptions: i.resume_false_interruptions,
+        not_heard: (!t.not_heard_reply.trim().is_empty()).then(|| NotHeardConfig {
+            reply: t.not_heard_reply.clone(),
+            min_speech: ms(t.not_heard_min_speech_ms),
+        }),
     }
 }
 

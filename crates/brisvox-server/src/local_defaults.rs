@@ -5,27 +5,39 @@
 //! defaults pick each local provider that can run on this machine and fall
 //! back to the mock one (logged, with the reason) when it cannot:
 //!
-//! - STT: local Whisper tiny.en when built with the cargo feature `local-stt`
-//!   and the model is fetched ([`crate::local_stt::prefer_local_stt`]), else
-//!   the mock;
+//! - STT: local Whisper tiny.en when the model is fetched
+//!   ([`crate::local_stt::prefer_local_stt`]), else the mock; with it the
+//!   final timeout is [`LOCAL_STT_FINAL_TIMEOUT_MS`] (recognition shares the
+//!   machine's cores with everything else);
 //! - LLM: the built-in rules agent (always available);
 //! - TTS: the local voice (Piper when fetched, else espeak-ng's own) when the
 //!   `espeak-ng` program is installed (Piper needs its phonemes too), else the
-//!   mock's tones.
+//!   mock's tones;
+//! - a turn of clear speech that produced no text is answered "Sorry, I
+//!   didn't catch that." ([`LOCAL_NOT_HEARD_REPLY`]) instead of silence.
 
 use std::path::Path;
 
-use crate::agent::{AgentSettings, LlmProvider, TtsProvider};
+use crate::agent::{AgentSettings, LOCAL_NOT_HEARD_REPLY, LlmProvider, SttProvider, TtsProvider};
 use crate::local_stt::prefer_local_stt;
 use crate::local_tts::{LocalVoiceChoice, choose_voice};
 
 /// The program both local voices need.
 const ESPEAK_PROGRAM: &str = "espeak-ng";
 
+/// The final timeout with the local STT, in ms: a recognition competes for
+/// the cores with the VAD, Smart Turn and the voice, and a final that misses
+/// the timeout leaves the turn without text.
+pub const LOCAL_STT_FINAL_TIMEOUT_MS: u32 = 2500;
+
 /// The settings `brisvox serve` uses with no agent file (see the module doc).
 pub fn local_demo_defaults() -> AgentSettings {
     let mut agent = AgentSettings::mock_defaults();
     prefer_local_stt(&mut agent);
+    if agent.stt.provider == SttProvider::Local {
+        agent.turn.final_timeout_ms = LOCAL_STT_FINAL_TIMEOUT_MS;
+    }
+    agent.turn.not_heard_reply = LOCAL_NOT_HEARD_REPLY.to_owned();
     agent.llm.provider = LlmProvider::Local;
     tracing::info!("LLM: the local rules agent (no model, no key)");
     let path = std::env::var_os("PATH");
@@ -137,6 +149,7 @@ mod tests {
     fn the_demo_defaults_answer_with_the_rules_agent_and_pass_their_checks() {
         let agent = local_demo_defaults();
         assert_eq!(agent.llm.provider, LlmProvider::Local);
+        assert_eq!(agent.turn.not_heard_reply, LOCAL_NOT_HEARD_REPLY);
         // Whatever this machine has, the result must be a valid agent.
         let text = agent.to_redacted_toml();
         let back = AgentSettings::from_toml_str(&text, &|_| None).unwrap();

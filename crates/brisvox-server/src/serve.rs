@@ -269,6 +269,33 @@ pub async fn shutdown_signal() -> StopSignal {
     }
 }
 
+/// What `brisvox serve` tells the person who started it once it listens: the
+/// demo page's address (a wildcard bind is reached on 127.0.0.1) and the
+/// providers in use.
+pub fn ready_banner(addr: std::net::SocketAddr, agent: &AgentSettings) -> String {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    let what = |name: &str, local: &str| match name {
+        "local" => local.to_owned(),
+        "mock" => "mock (a stand-in for tests)".to_owned(),
+        other => other.to_owned(),
+    };
+    format!(
+        "brisvox is ready: open http://{host}:{port}/ in a browser, press Start and speak.\n\
+         brisvox uses STT {stt}, LLM {llm}, TTS {tts}; calls also on /call and /twilio. Ctrl-C stops it.",
+        port = addr.port(),
+        stt = what(agent.stt.provider.as_str(), "local Whisper tiny.en"),
+        llm = what(
+            agent.llm.provider.as_str(),
+            "local rules agent (no language model)"
+        ),
+        tts = what(agent.tts.provider.as_str(), "local voice"),
+    )
+}
+
 /// `brisvox serve`: raises the open-file limit, starts, waits for a signal,
 /// drains (`[server] drain_admit_s` after SIGTERM, `drain_grace_s`); a second
 /// signal ends the remaining calls at once.
@@ -283,6 +310,8 @@ pub async fn serve_until_signal(config: ServerConfig) -> std::io::Result<DrainRe
     }
     let agent = Arc::clone(&config.agent);
     let server = start(config).await?;
+    // For the person who started it (scripts/run.sh): where to go, what runs.
+    println!("{}", ready_banner(server.local_addr(), &agent));
     let signal = shutdown_signal().await;
     let admit_s = match signal {
         StopSignal::Terminate => agent.server.drain_admit_s,
@@ -296,4 +325,21 @@ pub async fn serve_until_signal(config: ServerConfig) -> std::io::Result<DrainRe
         shutdown_signal().await;
     };
     Ok(server.drain_with(plan, second).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_banner_gives_a_reachable_url_and_the_providers() {
+        let mut agent = AgentSettings::mock_defaults();
+        agent.stt.provider = crate::agent::SttProvider::Local;
+        let banner = ready_banner("0.0.0.0:8080".parse().unwrap(), &agent);
+        assert!(banner.contains("http://127.0.0.1:8080/"), "{banner}");
+        assert!(banner.contains("STT local Whisper tiny.en"), "{banner}");
+        assert!(banner.contains("LLM mock"), "{banner}");
+        let banner = ready_banner("[::1]:9000".parse().unwrap(), &agent);
+        assert!(banner.contains("http://[::1]:9000/"), "{banner}");
+    }
 }

@@ -4,13 +4,14 @@
 //! [`WireEvents`] is the one place an [`EngineEvent`] becomes a [`ServerEvent`]:
 //! every `bot_speaking_started` gets exactly one `bot_speaking_stopped`, a
 //! turn's `turn_metrics` comes from the engine's [`EngineEvent::TurnMetrics`]
-//! (once per turn), a refused control is an `error`, a key press a `dtmf`.
+//! (once per turn), a refused control is an `error`, a key press a `dtmf`,
+//! the bot's text a `bot_text`, a turn without text a `turn_no_text`.
 //! [`turn_metrics_ms`] is shared with `/metrics`, which observes the same
 //! engine event.
 
 use std::time::Duration;
 
-use brisvox_core::timeline::TurnRecord;
+use brisvox_core::timeline::{TurnEvent, TurnRecord};
 use brisvox_engine::EngineEvent;
 use brisvox_transport::brisvox_ws::{ServerEvent, TurnMetricsMs};
 
@@ -50,6 +51,18 @@ impl WireEvents {
             EngineEvent::Dtmf { digit } => Some(ServerEvent::Dtmf {
                 digit: digit.as_char().to_string(),
             }),
+            EngineEvent::BotText { text, .. } => Some(ServerEvent::BotText { text }),
+            EngineEvent::TurnNoText {
+                epoch,
+                reason,
+                speech,
+                replied,
+            } => Some(ServerEvent::TurnNoText {
+                turn: epoch.0,
+                reason: reason.as_str().to_owned(),
+                speech_ms: speech.as_secs_f64() * 1000.0,
+                replied,
+            }),
             _ => None,
         }
     }
@@ -70,6 +83,8 @@ pub(crate) fn turn_metrics_ms(record: &TurnRecord) -> TurnMetricsMs {
         turn_end_to_llm_ms: ms(hops.turn_end_to_llm),
         tts_first_byte_to_transport_ms: ms(hops.tts_first_byte_to_transport),
         interrupt_to_clear_ms: ms(hops.interrupt_to_clear),
+        turn_verdict_delay_ms: ms(record.span(TurnEvent::UserSpeechEnd, TurnEvent::TurnVerdict)),
+        waited_for: record.end_of_turn_waited_for().map(str::to_owned),
     }
 }
 
@@ -78,7 +93,7 @@ mod tests {
     use std::time::Instant;
 
     use brisvox_core::Epoch;
-    use brisvox_core::timeline::{TimelineRecorder, TurnEvent};
+    use brisvox_core::timeline::TimelineRecorder;
 
     use super::*;
 

@@ -3,6 +3,7 @@
 //! `bot_speaking_stopped`; `interrupt: true` cuts the bot at once (`clear`,
 //! `bot_speaking_stopped` interrupted) and speaks; `interrupt: false` waits for
 //! the current answer; an empty say gets an `error` and the call goes on.
+//! Each spoken say is announced first by its `bot_text`s.
 
 mod common;
 
@@ -27,6 +28,16 @@ async fn started_call() -> (brisvox_server::serve::RunningServer, common::Ws) {
     (srv, ws)
 }
 
+/// The events before a `bot_speaking_started` are the said text's
+/// `bot_text`s (a chunk at a time) and nothing else.
+fn assert_bot_text(events: &[serde_json::Value], text: &str) {
+    let (last, before) = events.split_last().expect("events");
+    assert_eq!(last["type"], "bot_speaking_started", "{events:?}");
+    assert!(before.iter().all(|e| e["type"] == "bot_text"), "{events:?}");
+    let words: Vec<&str> = before.iter().filter_map(|e| e["text"].as_str()).collect();
+    assert_eq!(words.join(" "), text, "{events:?}");
+}
+
 fn near(got: usize, want: usize) -> bool {
     got + 3 >= want && got <= want + 3
 }
@@ -37,7 +48,7 @@ async fn a_say_is_spoken_by_the_engine() {
     let text = "Hello there, this is a test.";
     send_text(&mut ws, &say(text, false)).await;
     let (events, _) = until_event(&mut ws, "bot_speaking_started").await;
-    assert_eq!(events.len(), 1, "{events:?}");
+    assert_bot_text(&events, text);
     let (events, audible) = until_event(&mut ws, "bot_speaking_stopped").await;
     assert_eq!(events.last().unwrap()["interrupted"], false, "{events:?}");
     assert!(near(audible, frames_for(text)), "{audible} frames of audio");
@@ -55,9 +66,15 @@ async fn an_interrupting_say_cuts_the_bot_and_a_queued_one_waits() {
     let after = "Thanks for waiting.";
     send_text(&mut ws, &say(after, false)).await;
     // The cut: clear and an interrupted stop, in either order.
+    // The interrupting say's bot_text may overtake them (another path).
     let mut cut = Vec::new();
+    let mut early = Vec::new();
     while cut.len() < 2 {
         let ev = common::next_event(&mut ws).await;
+        if ev["type"] == "bot_text" {
+            early.push(ev);
+            continue;
+        }
         cut.push(ev["type"].as_str().unwrap().to_owned());
         if ev["type"] == "bot_speaking_stopped" {
             assert_eq!(ev["interrupted"], true, "{ev}");
@@ -68,7 +85,11 @@ async fn an_interrupting_say_cuts_the_bot_and_a_queued_one_waits() {
     // Then the interrupting say, whole; then the queued one after it.
     for text in [now, after] {
         let (events, _) = until_event(&mut ws, "bot_speaking_started").await;
-        assert_eq!(events.len(), 1, "{events:?}");
+        let events: Vec<_> = std::mem::take(&mut early)
+            .into_iter()
+            .chain(events)
+            .collect();
+        assert_bot_text(&events, text);
         let (events, audible) = until_event(&mut ws, "bot_speaking_stopped").await;
         assert_eq!(events.last().unwrap()["interrupted"], false, "{events:?}");
         assert!(near(audible, frames_for(text)), "{text}: {audible} frames");
@@ -87,6 +108,6 @@ async fn an_empty_say_is_refused_with_an_error_and_the_call_goes_on() {
     );
     send_text(&mut ws, &say("Still here.", false)).await;
     let (events, _) = until_event(&mut ws, "bot_speaking_started").await;
-    assert_eq!(events.len(), 1, "{events:?}");
+    assert_bot_text(&events, "Still here.");
     srv.drain(Duration::from_millis(100)).await;
 }

@@ -4,7 +4,7 @@
 //! vendor section that is missing. (Energy VAD and a fixed verdict: no model files.)
 
 use brisvox_server::agent::AgentSettings;
-use brisvox_server::engine::{EngineCallHandler, EngineSetupError};
+use brisvox_server::engine::EngineCallHandler;
 
 fn env(name: &str) -> Option<String> {
     name.ends_with("_API_KEY")
@@ -50,20 +50,4 @@ fn batch_transcription_is_built_with_or_without_a_key() {
         ));
         EngineCallHandler::new(&a).expect("provider builds");
     }
-}
-
-// With the feature the local STT is available and this provider is built.
-#[cfg(not(feature = "local-stt"))]
-#[test]
-fn a_provider_this_build_cannot_run_is_named_in_the_error() {
-    let a = agent("[stt]\nprovider = \"local\"\n[stt.local]\nmodel_path = \"x\"");
-    let err = EngineCallHandler::new(&a).unwrap_err();
-    assert!(
-        matches!(&err, EngineSetupError::ProviderUnavailable { section: "stt", provider, .. } if provider == "local"),
-        "{err}"
-    );
-    assert!(
-        err.to_string().contains("not available in this build"),
-        "{err}"
-    );
 }

@@ -8,14 +8,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use base64::Engine as _;
-use brisvox_audio::g711;
-use brisvox_audio::wav::read_wav;
+use common::binary::{
+    Server, fixture, models_present, twilio_loud, twilio_media, twilio_start, twilio_stop,
+};
 use common::{Seen, Ws};
 use futures_util::SinkExt as _;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -24,64 +21,17 @@ use tokio_tungstenite::tungstenite::Message;
 /// The whole exchange must be over well within this.
 const CALL_LIMIT: Duration = Duration::from_secs(30);
 
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn models_present() -> bool {
-    use brisvox_models::runtime;
-    let found = [runtime::SILERO_VAD_FILE, runtime::SMART_TURN_FILE]
-        .iter()
-        .all(|f| runtime::find_model_file(f).is_ok())
-        && runtime::ort_library_path().is_ok_and(|p| p.exists());
-    if !found && runtime::models_required() {
-        panic!("the model files are required under CI: run scripts/fetch-models.sh");
-    }
-    if !found {
-        eprintln!("skipped: model files not found (run scripts/fetch-models.sh)");
-    }
-    found
-}
-
-fn start_server() -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_brisvox"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--log-format", "json"])
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("the server logs until it listens")
-            .expect("utf-8 log line");
-        let v: serde_json::Value = serde_json::from_str(&line).expect("JSON log lines");
-        if v["fields"]["message"] == "listening" {
-            break v["fields"]["local_addr"]
-                .as_str()
-                .expect("address")
-                .parse()
-                .expect("socket address");
-        }
-    };
-    // Keep draining the log so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
-    Server { child, addr }
-}
-
-fn fixture(name: &str) -> Vec<i16> {
-    let path = format!("{}/../../fixtures/{name}.wav", env!("CARGO_MANIFEST_DIR"));
-    let bytes = std::fs::read(&path).expect("fixture present");
-    read_wav(&bytes).expect("valid WAV").to_mono()
+/// The server with an agent file of mock providers only (without one it is
+/// the local demo, whose providers depend on what this machine has).
+fn start_server() -> (Server, tempfile::NamedTempFile) {
+    let agent = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(
+        agent.path(),
+        "# mock STT, LLM and TTS; Silero VAD and Smart Turn\n",
+    )
+    .expect("agent file");
+    let path = agent.path().to_str().expect("utf-8 path").to_owned();
+    (common::binary::start_server(&["--agent", &path]), agent)
 }
 
 /// What the client saw of the call.
@@ -133,10 +83,10 @@ async fn play_and_listen(
 
 #[tokio::test]
 async fn a_caller_over_call_gets_a_spoken_answer() {
-    if !models_present() {
+    if !models_present(false) {
         return;
     }
-    let server = start_server();
+    let (server, _agent) = start_server();
     let mut ws = common::connect(server.addr, "/call").await;
     common::send_text(
         &mut ws,
@@ -182,36 +132,16 @@ async fn a_caller_over_call_gets_a_spoken_answer() {
 
 #[tokio::test]
 async fn a_twilio_caller_gets_spoken_media_back() {
-    if !models_present() {
+    if !models_present(false) {
         return;
     }
-    let server = start_server();
+    let (server, _agent) = start_server();
     let mut ws = common::connect(server.addr, "/twilio").await;
     let sid = "MZ00000000000000000000000000000001";
-    common::send_text(
-        &mut ws,
-        r#"{"event":"connected","protocol":"Call","version":"1.0.0"}"#,
-    )
-    .await;
-    let start = serde_json::json!({
-        "event": "start", "sequenceNumber": "1", "streamSid": sid,
-        "start": {
-            "streamSid": sid, "accountSid": "AC0", "callSid": "CA0",
-            "tracks": ["inbound"], "customParameters": {},
-            "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}
-        }
-    });
-    common::send_text(&mut ws, &start.to_string()).await;
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let media = |chunk: &[i16], n: usize| {
-        let payload: Vec<u8> = chunk.iter().map(|&s| g711::ulaw_encode(s)).collect();
-        let msg = serde_json::json!({
-            "event": "media", "sequenceNumber": (n + 2).to_string(), "streamSid": sid,
-            "media": {"track": "inbound", "chunk": (n + 1).to_string(),
-                      "timestamp": (n * 20).to_string(), "payload": b64.encode(payload)}
-        });
-        Message::Text(msg.to_string().into())
-    };
+    for text in twilio_start(sid) {
+        common::send_text(&mut ws, &text).await;
+    }
+    let media = |chunk: &[i16], n: usize| twilio_media(sid, chunk, n);
     let audio = fixture("phone_all_circuits_busy_now_8k");
     let frames = audio
         .chunks(160)
@@ -225,13 +155,7 @@ async fn a_twilio_caller_gets_spoken_media_back() {
         };
         if ev["event"] == "media" {
             assert_eq!(ev["streamSid"], sid);
-            let bytes = b64
-                .decode(ev["media"]["payload"].as_str().expect("payload"))
-                .expect("base64");
-            let loud = bytes
-                .iter()
-                .any(|&b| g711::ulaw_decode(b).unsigned_abs() > 1000);
-            seen.audible_frames += usize::from(loud);
+            seen.audible_frames += usize::from(twilio_loud(&ev));
             // Twilio has no transcript or metrics events: count the answer itself.
             if seen.audible_frames >= 5 {
                 seen.bot_started = true;
@@ -242,13 +166,7 @@ async fn a_twilio_caller_gets_spoken_media_back() {
     })
     .await;
     assert!(seen.audible_frames >= 5);
-    common::send_text(
-        &mut ws,
-        &serde_json::json!({"event": "stop", "sequenceNumber": "999", "streamSid": sid,
-                            "stop": {"accountSid": "AC0", "callSid": "CA0"}})
-        .to_string(),
-    )
-    .await;
+    common::send_text(&mut ws, &twilio_stop(sid)).await;
     let (_, code) = common::until_close(&mut ws).await;
     assert_eq!(code, Some(1000));
 }

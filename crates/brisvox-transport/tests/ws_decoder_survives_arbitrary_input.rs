@@ -111,8 +111,11 @@ proptest! {
                 end_of_turn_delay_ms: m(0), stt_final_delay_ms: m(1), llm_ttft_ms: m(2),
                 tts_ttfb_ms: m(3), response_latency_ms: m(4), time_to_silence_ms: m(5),
                 turn_end_to_llm_ms: m(6), tts_first_byte_to_transport_ms: m(7),
-                interrupt_to_clear_ms: m(8),
+                interrupt_to_clear_ms: m(8), turn_verdict_delay_ms: m(0),
+                waited_for: flag.then(|| text.clone()),
             }},
+            ServerEvent::BotText { text: text.clone() },
+            ServerEvent::TurnNoText { turn, reason: text.clone(), speech_ms: 1.0, replied: flag },
             ServerEvent::Error { code: "x".into(), message: text.clone() },
             ServerEvent::End { reason: text },
         ];

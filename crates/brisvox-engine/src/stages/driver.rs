@@ -262,6 +262,7 @@ impl TurnDriver {
             }
             DriverInput::Heard { heard } => self.on_heard(heard),
             DriverInput::Control { control, at } => self.on_control(control, at),
+            DriverInput::SttError { at } => self.machine.handle_stt_error(at),
             DriverInput::SttLost { at } => self.end_at(CallEnd::SttLost, at),
             DriverInput::Hangup { at } => self.end_at(CallEnd::Hangup, at),
             DriverInput::TransportClosed { at } => self.end_at(CallEnd::TransportClosed, at),
@@ -348,6 +349,20 @@ impl TurnDriver {
                         .interrupt(old, new, now(), speech_start);
                     self.floor.send_replace(new);
                     self.events.emit(EngineEvent::Interrupted { old, new });
+                }
+                Action::NoText {
+                    epoch,
+                    reason,
+                    speech,
+                    replied,
+                } => {
+                    // The transport logs it (this crate does not log).
+                    self.events.emit(EngineEvent::TurnNoText {
+                        epoch,
+                        reason,
+                        speech,
+                        replied,
+                    });
                 }
                 Action::EndCall(reason) => self.end = Some(CallEnd::Machine(reason)),
             }

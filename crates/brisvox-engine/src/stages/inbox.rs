@@ -36,6 +36,8 @@ pub(crate) enum DriverInput {
         from_finalize: bool,
         at: Instant,
     },
+    /// The STT session reported an error at `at` (it may go on).
+    SttError { at: Instant },
     /// The STT session is gone for good (seen at `at`).
     SttLost { at: Instant },
     /// The first frame of `epoch`'s response reached the transport at `at`.

@@ -7,7 +7,8 @@
 //! (first chunk again). `Flush` speaks the pending text of a response that
 //! pauses for its tool calls (the text after them is cut as a new stream
 //! within the same response). Items of a stale epoch are dropped on sight and the
-//! pending text of a stale response is thrown away.
+//! pending text of a stale response is thrown away. Each chunk handed to the
+//! TTS is also told to the event listener ([`EngineEvent::BotText`]).
 
 use brisvox_core::Epoch;
 use brisvox_core::timeline::TurnEvent;
@@ -16,6 +17,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::inbox::{SegInput, TtsInput};
 use super::{SharedTimeline, forward, mark, now, shutdown};
+use crate::events::{EngineEvent, EventBus};
 
 /// The segmenter stage actor.
 pub(crate) struct SegmenterStage {
@@ -28,6 +30,7 @@ pub(crate) struct SegmenterStage {
     timeline: SharedTimeline,
     floor: watch::Receiver<Epoch>,
     shutdown: watch::Receiver<bool>,
+    events: EventBus,
 }
 
 impl SegmenterStage {
@@ -39,6 +42,7 @@ impl SegmenterStage {
         timeline: SharedTimeline,
         floor: watch::Receiver<Epoch>,
         shutdown: watch::Receiver<bool>,
+        events: EventBus,
     ) -> Self {
         SegmenterStage {
             inbox,
@@ -49,6 +53,7 @@ impl SegmenterStage {
             timeline,
             floor,
             shutdown,
+            events,
         }
     }
 
@@ -120,7 +125,12 @@ impl SegmenterStage {
             *first_sent = true;
             mark(&self.timeline, epoch, TurnEvent::LlmFirstSentence, now());
         }
-        let chunk = TtsInput::Chunk { epoch, text };
-        forward(&self.tts, chunk, epoch, &mut self.floor).await;
+        let chunk = TtsInput::Chunk {
+            epoch,
+            text: text.clone(),
+        };
+        if forward(&self.tts, chunk, epoch, &mut self.floor).await {
+            self.events.emit(EngineEvent::BotText { epoch, text });
+        }
     }
 }

@@ -120,7 +120,7 @@ impl SttStage {
             },
             Some(SttEvent::Error(error)) => {
                 self.failures.count(ProviderStage::Stt, error.kind());
-                return true;
+                DriverInput::SttError { at: now() }
             }
             Some(SttEvent::Closed) | None => return self.on_lost().await,
             Some(_) => return true,

@@ -125,6 +125,15 @@ pub struct IdleConfig {
     pub end_after: Duration,
 }
 
+/// What to say when the caller clearly spoke but nothing was recognised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotHeardConfig {
+    /// The reply ("Sorry, I didn't catch that.").
+    pub reply: String,
+    /// The shortest speech (VAD start to stop) that counts as clearly spoken.
+    pub min_speech: Duration,
+}
+
 /// Every turn-taking setting of a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnConfig {
@@ -150,6 +159,8 @@ pub struct TurnConfig {
     /// its STT final) resumes the interrupted answer from the first word the
     /// caller did not hear, instead of leaving the bot silent.
     pub resume_false_interruptions: bool,
+    /// Spoken when a turn of clear speech produced no text; `None` stays silent.
+    pub not_heard: Option<NotHeardConfig>,
 }
 
 impl Default for TurnConfig {
@@ -164,6 +175,7 @@ impl Default for TurnConfig {
             max_call_duration: None,
             greeting: None,
             resume_false_interruptions: false,
+            not_heard: None,
         }
     }
 }
@@ -181,6 +193,9 @@ pub enum TurnConfigError {
     /// An empty idle prompt.
     #[error("idle.prompt must not be empty")]
     EmptyIdlePrompt,
+    /// An empty not-heard reply.
+    #[error("not_heard.reply must not be empty")]
+    EmptyNotHeardReply,
 }
 
 impl TurnConfig {
@@ -215,6 +230,13 @@ impl TurnConfig {
             if idle.prompt.trim().is_empty() {
                 return Err(TurnConfigError::EmptyIdlePrompt);
             }
+        }
+        if self
+            .not_heard
+            .as_ref()
+            .is_some_and(|n| n.reply.trim().is_empty())
+        {
+            return Err(TurnConfigError::EmptyNotHeardReply);
         }
         if let Some(max) = self.max_call_duration {
             positive(max, "max_call_duration")?;

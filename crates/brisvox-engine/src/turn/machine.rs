@@ -32,7 +32,10 @@
 //!   complete ([`IncompleteShortcut`](super::config::IncompleteShortcut)). With
 //!   `require_final` the turn also waits for the final of every Finalize sent, up
 //!   to `final_timeout` after the last one. A turn whose transcript is empty is
-//!   dropped without an LLM request.
+//!   dropped without an LLM request and reported ([`Action::NoText`] with its
+//!   [`NoTextReason`]); when the caller spoke for at least
+//!   [`NotHeardConfig::min_speech`](super::config::NotHeardConfig) the
+//!   configured "didn't catch that" reply is spoken instead of silence.
 //!
 //! Every decision is also reported as timeline marks ([`Action::Mark`]) with the
 //! epoch the machine assigned, so the driver never guesses epochs.
@@ -80,6 +83,31 @@ pub enum SpeakKind {
     Say,
     /// The idle guard's prompt.
     IdlePrompt,
+    /// The reply to clear speech that produced no text.
+    NotHeard,
+}
+
+/// Why a turn ended without text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoTextReason {
+    /// The STT answered every Finalize, with no words.
+    EmptyTranscript,
+    /// The STT reported an error during the turn.
+    SttError,
+    /// The final had not come when the turn ended (`final_timeout`, or the
+    /// policy ended the turn without waiting for it).
+    FinalTimeout,
+}
+
+impl NoTextReason {
+    /// The reason's stable name (`empty_transcript`, `stt_error`, `final_timeout`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoTextReason::EmptyTranscript => "empty_transcript",
+            NoTextReason::SttError => "stt_error",
+            NoTextReason::FinalTimeout => "final_timeout",
+        }
+    }
 }
 
 /// Why the machine ends the call.
@@ -155,6 +183,17 @@ pub enum Action {
         /// When the interrupting speech started.
         speech_start: Instant,
     },
+    /// The turn of `epoch` ended without text (no LLM request was made).
+    NoText {
+        /// The turn's epoch.
+        epoch: Epoch,
+        /// Why.
+        reason: NoTextReason,
+        /// How long the caller spoke (VAD start to stop).
+        speech: std::time::Duration,
+        /// Whether the not-heard reply is spoken for it.
+        replied: bool,
+    },
     /// End the call.
     EndCall(EndReason),
 }
@@ -212,6 +251,8 @@ pub struct TurnCounters {
     pub false_interruptions_resumed: u64,
     /// Turns ended without the final of the last Finalize.
     pub final_timeouts: u64,
+    /// Turns answered with the not-heard reply.
+    pub not_heard_replies: u64,
 }
 
 #[derive(Debug, Default)]
@@ -232,6 +273,8 @@ struct UserTurn {
     /// When the wait for the pending finals gives up; cleared into `final_given_up`.
     final_deadline: Option<Instant>,
     final_given_up: bool,
+    /// The STT reported an error during the turn.
+    stt_error: bool,
     finals: String,
     interim: String,
     /// The answer this turn interrupted (a barge-in opened it).
@@ -419,6 +462,13 @@ impl TurnMachine {
         self.mark(TurnEvent::SttFinal, now);
         if self.state == TurnState::UserPaused {
             self.try_end_turn(now);
+        }
+    }
+
+    /// The STT reported an error (a final may be missing because of it).
+    pub fn handle_stt_error(&mut self, _now: Instant) {
+        if self.in_user_turn() {
+            self.turn.stt_error = true;
         }
     }
 
@@ -666,7 +716,7 @@ impl TurnMachine {
         self.expire_deadlines(now);
         if !self.policy_satisfied() {
             if self.false_interruption() {
-                self.end_turn(now);
+                self.end_turn(now, self.no_text_reason());
             }
             return;
         }
@@ -678,10 +728,21 @@ impl TurnMachine {
             self.counters.final_timeouts += 1;
         }
         self.count_fallback();
-        self.end_turn(now);
+        self.end_turn(now, self.no_text_reason());
     }
 
-    fn end_turn(&mut self, now: Instant) {
+    /// Why the turn would have no text if it ended now.
+    fn no_text_reason(&self) -> NoTextReason {
+        if self.turn.stt_error {
+            NoTextReason::SttError
+        } else if self.turn.finals_pending > 0 {
+            NoTextReason::FinalTimeout
+        } else {
+            NoTextReason::EmptyTranscript
+        }
+    }
+
+    fn end_turn(&mut self, now: Instant, reason: NoTextReason) {
         let mut text = std::mem::take(&mut self.turn.finals);
         let interim = self.turn.interim.trim();
         if self.turn.finals_pending > 0 && !interim.is_empty() {
@@ -693,20 +754,10 @@ impl TurnMachine {
         self.reset_pause();
         self.turn.final_deadline = None;
         self.turn.final_given_up = false;
+        self.turn.stt_error = false;
         self.mark(TurnEvent::TurnEnd, now);
         if text.is_empty() {
-            self.counters.empty_turns += 1;
-            if let Some(interrupted) = self.turn.interrupted.take()
-                && self.config.resume_false_interruptions
-            {
-                self.resume(interrupted);
-                return;
-            }
-            self.state = TurnState::Listening;
-            match self.says.pop_front() {
-                Some(say) => self.speak(say, SpeakKind::Say),
-                None => self.arm_idle(now),
-            }
+            self.on_no_text(now, reason);
             return;
         }
         self.turn.finals = text.clone();
@@ -719,6 +770,52 @@ impl TurnMachine {
         });
         self.responding_to_user = true;
         self.state = TurnState::BotThinking;
+    }
+
+    /// A turn without text: reported, then the interrupted answer resumed (a
+    /// false interruption), or the not-heard reply spoken when the caller
+    /// spoke long enough, or a waiting say, or nothing.
+    fn on_no_text(&mut self, now: Instant, reason: NoTextReason) {
+        self.counters.empty_turns += 1;
+        self.turn.finals_pending = 0;
+        let speech = match (self.turn.speech_start, self.turn.speech_end) {
+            (Some(start), Some(end)) => end.saturating_duration_since(start),
+            _ => std::time::Duration::ZERO,
+        };
+        let resume = self
+            .turn
+            .interrupted
+            .take()
+            .filter(|_| self.config.resume_false_interruptions);
+        let reply = match resume {
+            Some(_) => None,
+            None => self
+                .config
+                .not_heard
+                .as_ref()
+                .filter(|n| speech >= n.min_speech)
+                .map(|n| n.reply.clone()),
+        };
+        self.actions.push_back(Action::NoText {
+            epoch: self.epoch,
+            reason,
+            speech,
+            replied: reply.is_some(),
+        });
+        if let Some(interrupted) = resume {
+            self.resume(interrupted);
+            return;
+        }
+        if let Some(text) = reply {
+            self.counters.not_heard_replies += 1;
+            self.speak(text, SpeakKind::NotHeard);
+            return;
+        }
+        self.state = TurnState::Listening;
+        match self.says.pop_front() {
+            Some(say) => self.speak(say, SpeakKind::Say),
+            None => self.arm_idle(now),
+        }
     }
 
     fn take_back(&mut self) {

@@ -7,7 +7,7 @@ use brisvox_core::Epoch;
 use brisvox_core::timeline::TurnEvent;
 
 use super::*;
-use crate::turn::config::{BargeInConfig, IdleConfig, TurnConfig, TurnPolicy};
+use crate::turn::config::{BargeInConfig, IdleConfig, NotHeardConfig, TurnConfig, TurnPolicy};
 
 struct Driver {
     m: TurnMachine,
@@ -571,6 +571,124 @@ fn an_empty_transcript_ends_the_turn_without_a_request() {
     assert!(marked(&out, TurnEvent::TurnEnd).is_some());
     assert_eq!(d.m.state(), TurnState::Listening);
     assert_eq!(d.m.counters().empty_turns, 1);
+}
+
+fn no_text(actions: &[Action]) -> Option<(NoTextReason, Duration, bool)> {
+    actions.iter().find_map(|a| match a {
+        Action::NoText {
+            reason,
+            speech,
+            replied,
+            ..
+        } => Some((*reason, *speech, *replied)),
+        _ => None,
+    })
+}
+
+fn spoken(actions: &[Action]) -> Vec<(String, SpeakKind)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Speak { text, kind, .. } => Some((text.clone(), *kind)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn not_heard() -> TurnConfig {
+    TurnConfig {
+        not_heard: Some(NotHeardConfig {
+            reply: "Sorry, I didn't catch that.".into(),
+            min_speech: ms(500),
+        }),
+        ..TurnConfig::default()
+    }
+}
+
+#[test]
+fn a_turn_without_text_is_reported_with_its_reason_and_the_length_of_the_speech() {
+    let mut d = Driver::new(TurnConfig::default());
+    let out = d.user_turn(100, 400, "");
+    assert_eq!(
+        no_text(&out),
+        Some((NoTextReason::EmptyTranscript, ms(300), false))
+    );
+    assert!(spoken(&out).is_empty(), "silence without a not-heard reply");
+}
+
+#[test]
+fn clear_speech_without_text_is_answered_with_the_not_heard_reply() {
+    let mut d = Driver::new(not_heard());
+    let out = d.user_turn(100, 1400, "");
+    assert_eq!(
+        no_text(&out),
+        Some((NoTextReason::EmptyTranscript, ms(1300), true))
+    );
+    assert_eq!(
+        spoken(&out),
+        vec![(
+            "Sorry, I didn't catch that.".to_owned(),
+            SpeakKind::NotHeard
+        )]
+    );
+    assert_eq!(d.m.state(), TurnState::BotThinking);
+    assert_eq!(d.m.counters().not_heard_replies, 1);
+    // The reply plays out; the caller's next turn is a normal one.
+    let epoch = d.m.epoch();
+    d.m.handle_response_finished(d.at(3000), epoch);
+    assert_eq!(d.m.state(), TurnState::Listening);
+    let out = d.user_turn(4000, 5000, "hello");
+    assert_eq!(responses(&out).len(), 1);
+}
+
+#[test]
+fn a_short_sound_without_text_gets_no_reply() {
+    let mut d = Driver::new(not_heard());
+    let out = d.user_turn(100, 400, "");
+    assert_eq!(
+        no_text(&out),
+        Some((NoTextReason::EmptyTranscript, ms(300), false))
+    );
+    assert!(spoken(&out).is_empty());
+    assert_eq!(d.m.state(), TurnState::Listening);
+}
+
+#[test]
+fn a_final_that_never_comes_is_a_final_timeout_and_is_answered() {
+    let mut d = Driver::new(not_heard());
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    d.verdict(1125, COMPLETE);
+    // final_timeout 1500 ms after the VAD stop.
+    let out = d.advance_to(2600);
+    assert_eq!(
+        no_text(&out),
+        Some((NoTextReason::FinalTimeout, ms(900), true))
+    );
+    assert_eq!(spoken(&out).len(), 1);
+    assert_eq!(d.m.counters().final_timeouts, 1);
+    // The late final after the turn ended is ignored.
+    d.m.handle_final(d.at(2700), "too late", true);
+    assert!(responses(&d.drain()).is_empty());
+}
+
+#[test]
+fn an_stt_error_in_the_turn_is_the_reason() {
+    let mut d = Driver::new(not_heard());
+    d.speech(100, 164);
+    d.m.handle_stt_error(d.at(500));
+    d.stop(1000, 1100);
+    d.verdict(1125, COMPLETE);
+    let out = d.advance_to(2600);
+    assert_eq!(no_text(&out).map(|n| n.0), Some(NoTextReason::SttError));
+    // The next turn starts without the error.
+    let epoch = d.m.epoch();
+    d.m.handle_response_finished(d.at(3000), epoch);
+    let out = d.user_turn(4000, 5000, "");
+    assert_eq!(
+        no_text(&out).map(|n| n.0),
+        Some(NoTextReason::EmptyTranscript)
+    );
 }
 
 #[test]

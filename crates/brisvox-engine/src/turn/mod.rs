@@ -7,8 +7,10 @@ pub mod machine;
 pub mod words;
 
 pub use config::{
-    BargeInConfig, IdleConfig, IncompleteShortcut, TurnConfig, TurnConfigError, TurnPolicy,
+    BargeInConfig, IdleConfig, IncompleteShortcut, NotHeardConfig, TurnConfig, TurnConfigError,
+    TurnPolicy,
 };
 pub use machine::{
-    Action, EndReason, SpeakKind, StopId, TurnCounters, TurnMachine, TurnState, Verdict,
+    Action, EndReason, NoTextReason, SpeakKind, StopId, TurnCounters, TurnMachine, TurnState,
+    Verdict,
 };

@@ -17,33 +17,23 @@
 //!    `log10(max(1e-10, mel))`, drop the last frame (800 left), clamp to `max - 8`,
 //!    `(x + 4) / 4`, f32 in mel-major order `[80][800]`.
 //!
-//! [`FeatureExtractor`] precomputes the window, the mel filters (stored sparsely:
-//! each filter touches a few FFT bins) and the FFT plan once, and owns every
-//! scratch buffer, so an analysis allocates nothing after construction.
+//! Steps 3 and 4 are Whisper's log-mel spectrogram, [`crate::mel::LogMel`],
+//! shared with the Whisper recogniser. [`FeatureExtractor`] owns one and its
+//! own scratch buffer, so an analysis allocates nothing after construction.
 
-use std::sync::Arc;
-
-use realfft::num_complex::Complex;
-use realfft::{RealFftPlanner, RealToComplex};
+use crate::mel::LogMel;
 
 /// Sample rate the model expects, in Hz.
-pub const SAMPLE_RATE_HZ: u32 = 16_000;
+pub const SAMPLE_RATE_HZ: u32 = crate::mel::SAMPLE_RATE_HZ;
 /// Samples in the model's 8 s window at 16 kHz.
 pub const WINDOW_SAMPLES: usize = 128_000;
 /// Number of mel bands (rows of the feature matrix).
-pub const N_MELS: usize = 80;
+pub const N_MELS: usize = crate::mel::N_MELS;
 /// Number of frames (columns of the feature matrix).
 pub const N_FRAMES: usize = 800;
 /// Number of f32 values in one feature matrix (`N_MELS * N_FRAMES`).
 pub const FEATURES_LEN: usize = N_MELS * N_FRAMES;
 
-const N_FFT: usize = 400;
-const HOP: usize = 160;
-const N_BINS: usize = N_FFT / 2 + 1;
-const PAD: usize = N_FFT / 2;
-const PADDED_LEN: usize = WINDOW_SAMPLES + 2 * PAD;
-const STFT_FRAMES: usize = (PADDED_LEN - N_FFT) / HOP + 1; // 801
-const MEL_FLOOR: f64 = 1e-10;
 const NORM_EPS: f32 = 1e-7;
 /// numpy's pairwise summation: blocks of at most 128 values summed with 8 accumulators.
 const PAIRWISE_BLOCK: usize = 128;
@@ -62,28 +52,13 @@ pub enum FeatureError {
     },
 }
 
-/// One triangular mel filter, restricted to the FFT bins where it is non-zero.
-#[derive(Debug, Clone)]
-struct MelFilter {
-    first_bin: usize,
-    weights: Vec<f64>,
-}
-
 /// Computes Smart Turn input features; reusable, allocation-free per analysis.
 ///
 /// Not `Sync` by design of its scratch buffers: give each worker thread its own
 /// (the model wrapper keeps one per session).
 pub struct FeatureExtractor {
-    window: Vec<f64>,
-    filters: Vec<MelFilter>,
-    fft: Arc<dyn RealToComplex<f64>>,
+    mel: LogMel,
     audio: Vec<f32>,
-    padded: Vec<f64>,
-    frame: Vec<f64>,
-    spectrum: Vec<Complex<f64>>,
-    fft_scratch: Vec<Complex<f64>>,
-    power: Vec<f64>,
-    log_mel: Vec<f64>,
 }
 
 impl std::fmt::Debug for FeatureExtractor {
@@ -99,23 +74,13 @@ impl Default for FeatureExtractor {
 }
 
 impl FeatureExtractor {
-    /// Builds the window, the mel filterbank, the FFT plan and the scratch buffers.
+    /// Builds the spectrogram's window, filters and FFT plan and the scratch buffers.
     ///
     /// Costs well under a millisecond; build it once per worker, not per analysis.
     pub fn new() -> Self {
-        let fft = RealFftPlanner::<f64>::new().plan_fft_forward(N_FFT);
-        let fft_scratch = fft.make_scratch_vec();
         FeatureExtractor {
-            window: periodic_hann(N_FFT),
-            filters: slaney_mel_filters(),
-            fft,
+            mel: LogMel::new(),
             audio: vec![0.0; WINDOW_SAMPLES],
-            padded: vec![0.0; PADDED_LEN],
-            frame: vec![0.0; N_FFT],
-            spectrum: vec![Complex::new(0.0, 0.0); N_BINS],
-            fft_scratch,
-            power: vec![0.0; N_BINS],
-            log_mel: vec![0.0; N_MELS * STFT_FRAMES],
         }
     }
 
@@ -132,9 +97,11 @@ impl FeatureExtractor {
             });
         }
         self.load_and_normalise(pcm);
-        self.reflect_pad();
-        self.log_mel_spectrogram();
-        self.finish_into(out);
+        // 128,000 samples are 800 whole hops and `out` holds 80 x 800 values,
+        // the only error cases.
+        self.mel
+            .compute_into(&self.audio, out)
+            .expect("8 s window and buffer sized for it");
         Ok(())
     }
 
@@ -166,129 +133,6 @@ impl FeatureExtractor {
             *x = (*x - mean) / std;
         }
     }
-
-    /// Step 3a: the normalised audio in f64 with 200 samples of reflection each side.
-    fn reflect_pad(&mut self) {
-        let n = WINDOW_SAMPLES;
-        for (dst, &x) in self.padded[PAD..PAD + n].iter_mut().zip(&self.audio) {
-            *dst = f64::from(x);
-        }
-        for i in 0..PAD {
-            // numpy "reflect": the edge sample is not repeated.
-            self.padded[i] = f64::from(self.audio[PAD - i]);
-            self.padded[PAD + n + i] = f64::from(self.audio[n - 2 - i]);
-        }
-    }
-
-    /// Step 3b and 4 (up to log10): one FFT per frame, power, mel, floor, log10.
-    fn log_mel_spectrogram(&mut self) {
-        for f in 0..STFT_FRAMES {
-            let start = f * HOP;
-            let src = &self.padded[start..start + N_FFT];
-            for ((dst, &x), &w) in self.frame.iter_mut().zip(src).zip(&self.window) {
-                *dst = x * w;
-            }
-            // Lengths are fixed at construction to the plan's sizes, the only error case.
-            self.fft
-                .process_with_scratch(&mut self.frame, &mut self.spectrum, &mut self.fft_scratch)
-                .expect("buffers sized for the plan");
-            for (p, c) in self.power.iter_mut().zip(&self.spectrum) {
-                // numpy squares hypot(re, im); re^2 + im^2 differs from that only in
-                // the last bits of an f64, far below the f32 output's resolution
-                // (the goldens stay bit-identical), at a fraction of hypot's cost.
-                *p = c.re * c.re + c.im * c.im;
-            }
-            for (m, filter) in self.filters.iter().enumerate() {
-                let bins = &self.power[filter.first_bin..filter.first_bin + filter.weights.len()];
-                let mel: f64 = filter.weights.iter().zip(bins).map(|(w, p)| w * p).sum();
-                self.log_mel[m * STFT_FRAMES + f] = mel.max(MEL_FLOOR).log10();
-            }
-        }
-    }
-
-    /// Step 4 (rest): drop the last frame, clamp to max - 8, scale, f32.
-    fn finish_into(&self, out: &mut [f32]) {
-        let mut max = f64::NEG_INFINITY;
-        for row in self.log_mel.chunks_exact(STFT_FRAMES) {
-            for &v in &row[..N_FRAMES] {
-                max = max.max(v);
-            }
-        }
-        let floor = max - 8.0;
-        for (dst_row, row) in out
-            .chunks_exact_mut(N_FRAMES)
-            .zip(self.log_mel.chunks_exact(STFT_FRAMES))
-        {
-            for (dst, &v) in dst_row.iter_mut().zip(&row[..N_FRAMES]) {
-                *dst = ((v.max(floor) + 4.0) / 4.0) as f32;
-            }
-        }
-    }
-}
-
-/// numpy's `np.hanning(n + 1)[:-1]`: the periodic Hann window of length `n`.
-fn periodic_hann(n: usize) -> Vec<f64> {
-    let m = n + 1; // np.hanning(M) with M = n + 1
-    (0..n)
-        .map(|k| {
-            // np.hanning: n = arange(1 - M, M, 2); 0.5 + 0.5 * cos(pi * n / (M - 1))
-            let x = (1.0 - m as f64) + 2.0 * k as f64;
-            0.5 + 0.5 * (std::f64::consts::PI * x / (m - 1) as f64).cos()
-        })
-        .collect()
-}
-
-fn hz_to_mel_slaney(hz: f64) -> f64 {
-    if hz >= 1000.0 {
-        15.0 + (hz / 1000.0).ln() * (27.0 / 6.4f64.ln())
-    } else {
-        3.0 * hz / 200.0
-    }
-}
-
-fn mel_to_hz_slaney(mel: f64) -> f64 {
-    if mel >= 15.0 {
-        1000.0 * ((6.4f64.ln() / 27.0) * (mel - 15.0)).exp()
-    } else {
-        200.0 * mel / 3.0
-    }
-}
-
-/// numpy's `linspace(start, stop, num)`: `i * step + start`, the last value exactly `stop`.
-fn linspace(start: f64, stop: f64, num: usize) -> Vec<f64> {
-    let step = (stop - start) / (num - 1) as f64;
-    let mut v: Vec<f64> = (0..num).map(|i| i as f64 * step + start).collect();
-    v[num - 1] = stop;
-    v
-}
-
-/// The 80 Slaney mel filters over the 201 FFT bins, 0-8000 Hz, area-normalised.
-fn slaney_mel_filters() -> Vec<MelFilter> {
-    let mel_max = hz_to_mel_slaney(f64::from(SAMPLE_RATE_HZ) / 2.0);
-    let filter_hz: Vec<f64> = linspace(hz_to_mel_slaney(0.0), mel_max, N_MELS + 2)
-        .into_iter()
-        .map(mel_to_hz_slaney)
-        .collect();
-    let fft_hz = linspace(0.0, f64::from(SAMPLE_RATE_HZ / 2), N_BINS);
-    (0..N_MELS)
-        .map(|m| {
-            let enorm = 2.0 / (filter_hz[m + 2] - filter_hz[m]);
-            let weight = |bin: usize| {
-                let down = -(filter_hz[m] - fft_hz[bin]) / (filter_hz[m + 1] - filter_hz[m]);
-                let up = (filter_hz[m + 2] - fft_hz[bin]) / (filter_hz[m + 2] - filter_hz[m + 1]);
-                0f64.max(down.min(up)) * enorm
-            };
-            let nonzero: Vec<usize> = (0..N_BINS).filter(|&b| weight(b) != 0.0).collect();
-            let (first, last) = match (nonzero.first(), nonzero.last()) {
-                (Some(&f), Some(&l)) => (f, l),
-                _ => (0, 0),
-            };
-            MelFilter {
-                first_bin: first,
-                weights: (first..=last).map(weight).collect(),
-            }
-        })
-        .collect()
 }
 
 /// numpy's float32 `add.reduce` over a contiguous array: pairwise, 8 accumulators.
@@ -338,31 +182,6 @@ fn pairwise_by(a: &[f32], map: &dyn Fn(f32) -> f32) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_periodic_hann_window_starts_at_zero_and_peaks_in_the_middle() {
-        let w = periodic_hann(N_FFT);
-        assert_eq!(w.len(), 400);
-        assert!(w[0].abs() < 1e-15);
-        assert!((w[200] - 1.0).abs() < 1e-15);
-        assert!((w[100] - w[300]).abs() < 1e-12);
-    }
-
-    #[test]
-    fn mel_filters_cover_0_to_8000_hz_with_slaney_area_normalisation() {
-        let filters = slaney_mel_filters();
-        assert_eq!(filters.len(), N_MELS);
-        for (m, f) in filters.iter().enumerate() {
-            assert!(!f.weights.is_empty(), "filter {m} is empty");
-            assert!(f.first_bin + f.weights.len() <= N_BINS);
-        }
-        // Slaney normalisation: each triangle has area ~1 / 40 Hz per bin... in bin
-        // units the sum of weights times the bin width (40 Hz) is ~1 for wide filters.
-        let last = &filters[N_MELS - 1];
-        let area: f64 = last.weights.iter().sum::<f64>() * 40.0;
-        assert!((area - 1.0).abs() < 0.05, "area {area}");
-        assert_eq!(filters[0].first_bin, 1, "filter 0 starts above DC");
-    }
 
     #[test]
     fn pairwise_sum_matches_a_plain_sum_closely_and_handles_short_inputs() {

@@ -7,26 +7,23 @@
 //!   `espeak-ng`), run as a separate process per text chunk.
 //! - [`PiperTts`]: a neural voice (Piper) speaking phonemes from `espeak-ng`
 //!   ([`phonemes`]) through a [`PhonemeVoice`].
-//! - [`LocalStt`]: speech recognition at the VAD stop on the provider's own
-//!   threads, over a [`Recognizer`]; with the cargo feature `local-stt`,
-//!   [`WhisperRecognizer`] (Whisper tiny.en through CTranslate2).
+//! - [`LocalStt`]: speech recognition on the provider's own threads, while
+//!   the caller speaks and at the VAD stop, over a [`Recognizer`] (the server
+//!   wires in Whisper tiny.en on ONNX Runtime from `brisvox-models`, which
+//!   this crate does not depend on).
 
 mod chunk_session;
 mod llm;
 pub mod phonemes;
 mod piper;
 mod stt;
+mod stt_session;
 mod tts;
-#[cfg(feature = "local-stt")]
-mod whisper;
 
 pub use llm::{Intent, LocalLlmConfig, LocalRulesLlm, MAX_ECHO_WORDS, detect_intents, reply};
 pub use piper::{PhonemeVoice, PiperConfig, PiperStats, PiperTts};
 pub use stt::{
-    LOCAL_STT_FEATURE, LOCAL_STT_RUN_COMMAND, LocalStt, LocalSttError, LocalSttOptions,
-    LocalSttStats, RECOGNIZER_RATE_HZ, Recognizer, RecognizerError, WHISPER_MODEL_DIR,
-    WHISPER_MODEL_FILES, check_whisper_model_dir,
+    LocalStt, LocalSttError, LocalSttOptions, LocalSttStats, RECOGNIZER_RATE_HZ, Recognized,
+    Recognizer, RecognizerError,
 };
 pub use tts::{ESPEAK_PACKAGE, EspeakConfig, EspeakStats, EspeakTts, LocalTtsError};
-#[cfg(feature = "local-stt")]
-pub use whisper::{WhisperConfig, WhisperRecognizer};

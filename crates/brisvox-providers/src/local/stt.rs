@@ -1,88 +1,89 @@
-//! Local speech recognition at the VAD stop, with no key and no network:
-//! [`LocalStt`], an [`SttProvider`] over any [`Recognizer`].
+//! Local speech recognition with no key and no network: [`LocalStt`], an
+//! [`SttProvider`] over any [`Recognizer`] (the server wires in Whisper
+//! tiny.en on ONNX Runtime, `brisvox-models::whisper`).
 //!
 //! A session buffers the caller's audio of the current utterance at 16 kHz
 //! ([`RECOGNIZER_RATE_HZ`]; frames at another rate, such as 8 kHz telephone
-//! audio, are resampled as they arrive). At [`SttSender::finalize`] (the VAD
-//! stop) the utterance is handed to a recognition thread and its text comes
+//! audio, are resampled as they arrive). While the caller speaks it recognises
+//! the utterance so far at pauses and at a fixed cadence when a thread is idle
+//! (*partials*, sent as interims); at [`SttSender::finalize`] (the VAD stop)
+//! the final is a partial that already covered all the speech, or a
+//! recognition given the last partial's tokens as a draft, so mostly only the
+//! end of the utterance is decoded ([`super::stt_session`]). The final comes
 //! back as one [`SttEvent::Final`] with `from_finalize: true`; the buffer then
-//! starts over. There are no interims. An empty utterance is answered with an
-//! empty final without running the recognizer.
+//! starts over. An empty utterance is answered with an empty final without
+//! running the recognizer.
 //!
 //! # Threads
 //!
-//! Recognition is blocking CPU work of a second or more, so it never runs on a
-//! tokio worker: the provider owns [`LocalSttOptions::threads`] OS threads
-//! (named `brisvox-stt-local`) that share one recognizer (one model in memory
-//! for every call) and take utterances from one bounded queue of
-//! [`LocalSttOptions::queue_capacity`] utterances. Overflow policy: reject the
-//! newest; the session answers that utterance with a retryable
-//! [`ProviderError::Server`] (503, "local recognizer busy") and goes on. The
-//! threads end when the provider and every session are gone.
+//! Recognition is blocking CPU work, so it never runs on a tokio worker: the
+//! provider owns [`LocalSttOptions::threads`] OS threads (named
+//! `brisvox-stt-local`) that share one recognizer (one model in memory for
+//! every call) and take jobs from one bounded queue of
+//! [`LocalSttOptions::queue_capacity`] jobs. Overflow policy: reject the
+//! newest; a final refused that way is answered with a retryable
+//! [`ProviderError::Server`] (503, "local recognizer busy") and the session
+//! goes on. A partial is only queued when a thread is idle and no job waits.
+//! The threads end when the provider and every session are gone.
 //!
-//! A session sends one utterance at a time, in order, while it keeps buffering
-//! the next. A recognizer failure (or panic) is answered with
-//! [`SttEvent::Error`] in place of that utterance's final; the session goes on.
-//! There is no deadline on a recognition: the engine's own final timeout ends
-//! the turn if a final is late.
+//! A session runs one job at a time, in order, while it keeps buffering the
+//! next utterance. A recognizer failure (or panic) is answered with
+//! [`SttEvent::Error`] in place of that utterance's final; the session goes
+//! on. There is no deadline on a recognition: the engine's own final timeout
+//! ends the turn if a final is late.
 //!
 //! # Limits and cancellation
 //!
 //! An utterance holds at most [`LocalSttOptions::max_utterance_ms`] of audio;
 //! overflow policy: drop the oldest (the end of an utterance is what the turn
-//! depends on), logged once per utterance and counted. A session whose events
-//! are dropped (the call ended) stops at once; its utterances still waiting in
-//! the queue are skipped by the threads (one already being recognized runs to
-//! its end, since a model run cannot be interrupted). `Close` answers the
-//! finalized utterances first, then sends [`SttEvent::Closed`]; audio not yet
-//! finalized is dropped.
+//! depends on), logged once per utterance and counted (no partials are run on
+//! it then). A session whose events are dropped (the call ended) stops at
+//! once; its jobs still waiting in the queue are skipped by the threads (one
+//! already being recognized runs to its end, since a model run cannot be
+//! interrupted). `Close` answers the finalized utterances first, then sends
+//! [`SttEvent::Closed`]; audio not yet finalized is dropped.
 //!
 //! [`SttSender::finalize`]: crate::SttSender::finalize
 
-use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, mpsc as std_mpsc};
 use std::time::{Duration, Instant};
 use tracing::Instrument as _;
 
-use brisvox_audio::StreamResampler;
-use brisvox_core::AudioFrame;
 use tokio::sync::oneshot;
 
-use crate::stt::{SttBackend, SttInput};
-use crate::{BoxFuture, ProviderError, SttConfig, SttEvent, SttProvider, SttSession};
+use super::stt_session::SessionTask;
+use crate::{BoxFuture, ProviderError, SttConfig, SttProvider, SttSession};
 
 /// The rate a [`Recognizer`] is given its audio at, in Hz.
 pub const RECOGNIZER_RATE_HZ: u32 = 16_000;
 
-/// The cargo feature of `brisvox-providers` (and `brisvox-server`) that builds
-/// the Whisper recognizer.
-pub const LOCAL_STT_FEATURE: &str = "local-stt";
-
-/// The command that builds the server with [`LOCAL_STT_FEATURE`] and runs it.
-pub const LOCAL_STT_RUN_COMMAND: &str = "scripts/run.sh";
-
-/// The Whisper model's folder inside the models directory (written by
-/// `scripts/fetch-models.sh`).
-pub const WHISPER_MODEL_DIR: &str = "whisper-tiny.en";
-
-/// The files a Whisper model folder must hold (CTranslate2 model, its
-/// tokenizer, and the feature extractor's settings).
-pub const WHISPER_MODEL_FILES: [&str; 4] = [
-    "model.bin",
-    "config.json",
-    "tokenizer.json",
-    "preprocessor_config.json",
-];
+/// What a recognizer heard.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recognized {
+    /// The text.
+    pub text: String,
+    /// The recognizer's tokens for it (the draft of a later recognition of
+    /// the same, longer utterance); empty when the recognizer has none.
+    pub tokens: Vec<u32>,
+}
 
 /// A speech recognizer for whole utterances. Blocking: it is only ever called
 /// on the provider's recognition threads.
 pub trait Recognizer: Send + Sync + 'static {
-    /// The text of one utterance: mono samples at [`RECOGNIZER_RATE_HZ`],
-    /// scaled to `-1.0..=1.0`, never empty.
-    fn transcribe(&self, samples: &[f32]) -> Result<String, RecognizerError>;
+    /// What was said in `samples` (mono, at [`RECOGNIZER_RATE_HZ`], scaled to
+    /// `-1.0..=1.0`, never empty). `draft` (empty for none) holds the tokens
+    /// of an earlier transcript of the start of the same utterance: a
+    /// recognizer may check them against the audio instead of decoding them
+    /// again, but must not take them on trust. Once `cancel` is set nobody
+    /// needs the result: the recognizer may give up early with an error.
+    fn recognize(
+        &self,
+        samples: &[f32],
+        draft: &[u32],
+        cancel: &AtomicBool,
+    ) -> Result<Recognized, RecognizerError>;
 
     /// Whether the recognizer understands `language` (a BCP-47 tag, `en`).
     fn supports_language(&self, language: &str) -> bool {
@@ -112,29 +113,6 @@ impl RecognizerError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LocalSttError {
-    /// The model folder lacks files.
-    #[error(
-        "the local STT model in {dir} is incomplete (missing {missing}): run scripts/fetch-models.sh"
-    )]
-    ModelMissing {
-        /// The folder looked in.
-        dir: String,
-        /// The missing files, comma-separated.
-        missing: String,
-    },
-    /// The model files are there but could not be loaded.
-    #[error("the local STT model in {dir} could not be loaded: {reason}")]
-    Load {
-        /// The folder.
-        dir: String,
-        /// The loader's message.
-        reason: String,
-    },
-    /// This build has no local recognizer.
-    #[error(
-        "this brisvox was built without local speech recognition: build it with the cargo feature `{LOCAL_STT_FEATURE}` (`{LOCAL_STT_RUN_COMMAND}` does)"
-    )]
-    NotBuilt,
     /// An option is out of range.
     #[error("local STT option {option}: {reason}")]
     BadOption {
@@ -151,23 +129,6 @@ pub enum LocalSttError {
     },
 }
 
-/// Checks that `dir` holds every file of [`WHISPER_MODEL_FILES`].
-pub fn check_whisper_model_dir(dir: &Path) -> Result<(), LocalSttError> {
-    let missing: Vec<&str> = WHISPER_MODEL_FILES
-        .iter()
-        .copied()
-        .filter(|f| !dir.join(f).is_file())
-        .collect();
-    if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(LocalSttError::ModelMissing {
-            dir: dir.display().to_string(),
-            missing: missing.join(", "),
-        })
-    }
-}
-
 /// Settings of a [`LocalStt`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -176,17 +137,27 @@ pub struct LocalSttOptions {
     pub max_utterance_ms: u32,
     /// Recognition threads, each running one utterance at a time.
     pub threads: usize,
-    /// Utterances waiting for a thread, over every session.
+    /// Jobs waiting for a thread, over every session.
     pub queue_capacity: usize,
+    /// Whether to recognise while the caller speaks (partials).
+    pub partials: bool,
+    /// A partial at the latest after this much new audio, in ms.
+    pub partial_every_ms: u32,
+    /// Quiet audio after speech that counts as a pause (a partial then), in ms.
+    pub pause_ms: u32,
 }
 
 impl Default for LocalSttOptions {
-    /// 30 s utterances (Whisper's window), one thread, eight waiting.
+    /// 30 s utterances (Whisper's window), one thread, eight waiting; partials
+    /// at 60 ms pauses and every 1 s.
     fn default() -> Self {
         LocalSttOptions {
             max_utterance_ms: 30_000,
             threads: 1,
             queue_capacity: 8,
+            partials: true,
+            partial_every_ms: 1_000,
+            pause_ms: 60,
         }
     }
 }
@@ -197,16 +168,24 @@ impl Default for LocalSttOptions {
 pub struct LocalSttStats {
     /// Utterances finalized (every one is answered by a final or an error).
     pub utterances: u64,
+    /// Partials started while the caller spoke.
+    pub partials: u64,
+    /// Finals answered by a partial that had covered all the speech.
+    pub from_partial: u64,
+    /// Finals recognised with a partial's tokens as the draft.
+    pub with_draft: u64,
     /// Utterances answered with an empty final without recognition.
     pub empty: u64,
-    /// Utterances the recognizer transcribed.
+    /// Jobs (finals and partials) the recognizer ran.
     pub recognized: u64,
-    /// Utterances the recognizer failed on (errors and panics).
+    /// Jobs the recognizer failed on (errors and panics).
     pub failed: u64,
     /// Utterances refused because the queue was full.
     pub busy: u64,
-    /// Utterances skipped because their session was gone before a thread took them.
+    /// Jobs skipped because their session was gone before a thread took them.
     pub skipped: u64,
+    /// Partials cancelled because the final needed the thread.
+    pub cancelled: u64,
     /// Utterances that reached [`LocalSttOptions::max_utterance_ms`] and lost their start.
     pub truncated: u64,
     /// Time spent in the recognizer, summed, in µs.
@@ -215,33 +194,55 @@ pub struct LocalSttStats {
     pub recognize_us_max: u64,
 }
 
+/// The provider's counters, shared by its sessions and threads.
 #[derive(Debug, Default)]
-struct Counters {
-    utterances: AtomicU64,
-    empty: AtomicU64,
+pub(super) struct Counters {
+    pub(super) utterances: AtomicU64,
+    pub(super) partials: AtomicU64,
+    pub(super) from_partial: AtomicU64,
+    pub(super) with_draft: AtomicU64,
+    pub(super) empty: AtomicU64,
     recognized: AtomicU64,
     failed: AtomicU64,
-    busy: AtomicU64,
+    pub(super) busy: AtomicU64,
     skipped: AtomicU64,
-    truncated: AtomicU64,
+    cancelled: AtomicU64,
+    pub(super) truncated: AtomicU64,
     recognize_us_total: AtomicU64,
     recognize_us_max: AtomicU64,
+    /// Jobs queued and not yet taken by a thread.
+    queued: AtomicUsize,
+    /// Threads running a job.
+    running: AtomicUsize,
 }
 
 impl Counters {
-    fn bump(counter: &AtomicU64) {
+    pub(super) fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn queued_add(&self, n: usize) {
+        self.queued.fetch_add(n, Ordering::SeqCst);
+    }
+
+    /// Whether one of `threads` threads is idle and no job waits.
+    pub(super) fn idle_thread(&self, threads: usize) -> bool {
+        self.queued.load(Ordering::SeqCst) == 0 && self.running.load(Ordering::SeqCst) < threads
     }
 
     fn snapshot(&self) -> LocalSttStats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         LocalSttStats {
             utterances: get(&self.utterances),
+            partials: get(&self.partials),
+            from_partial: get(&self.from_partial),
+            with_draft: get(&self.with_draft),
             empty: get(&self.empty),
             recognized: get(&self.recognized),
             failed: get(&self.failed),
             busy: get(&self.busy),
             skipped: get(&self.skipped),
+            cancelled: get(&self.cancelled),
             truncated: get(&self.truncated),
             recognize_us_total: get(&self.recognize_us_total),
             recognize_us_max: get(&self.recognize_us_max),
@@ -255,12 +256,15 @@ impl Counters {
     }
 }
 
-type Answer = Result<String, RecognizerError>;
+pub(super) type Answer = Result<Recognized, RecognizerError>;
 
-/// One utterance for a recognition thread.
-struct Job {
-    samples: Vec<f32>,
-    reply: oneshot::Sender<Answer>,
+/// One recognition for a thread.
+pub(super) struct Job {
+    pub(super) samples: Vec<f32>,
+    pub(super) draft: Vec<u32>,
+    /// Set when the answer is no longer needed (a partial overtaken by the final).
+    pub(super) cancel: Arc<AtomicBool>,
+    pub(super) reply: oneshot::Sender<Answer>,
 }
 
 /// The recognition threads' shared inbox.
@@ -355,18 +359,23 @@ fn recognition_thread(
             Ok(job) => job,
             Err(std_mpsc::RecvError) => return,
         };
+        counters.queued.fetch_sub(1, Ordering::SeqCst);
         if job.reply.is_closed() {
             Counters::bump(&counters.skipped);
             continue;
         }
+        counters.running.fetch_add(1, Ordering::SeqCst);
         #[allow(clippy::disallowed_methods)] // a worker thread's own wall-clock measurement
         let started = Instant::now();
-        let answer =
-            std::panic::catch_unwind(AssertUnwindSafe(|| recognizer.transcribe(&job.samples)))
-                .unwrap_or_else(|_| Err(RecognizerError::new("the recognizer panicked")));
+        let answer = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            recognizer.recognize(&job.samples, &job.draft, &job.cancel)
+        }))
+        .unwrap_or_else(|_| Err(RecognizerError::new("the recognizer panicked")));
         counters.record_time(started.elapsed());
+        counters.running.fetch_sub(1, Ordering::SeqCst);
         match &answer {
             Ok(_) => Counters::bump(&counters.recognized),
+            Err(_) if job.cancel.load(Ordering::Relaxed) => Counters::bump(&counters.cancelled),
             Err(_) => Counters::bump(&counters.failed),
         }
         // The session may be gone by now; then nobody needs the answer.
@@ -388,336 +397,15 @@ impl SttProvider for LocalStt {
                 });
             }
             let (session, backend) = SttSession::channel();
-            let cap =
-                u64::from(self.options.max_utterance_ms) * u64::from(RECOGNIZER_RATE_HZ) / 1000;
-            let task = SessionTask {
+            let task = SessionTask::new(
                 backend,
-                jobs: self.jobs.clone(),
-                counters: self.counters.clone(),
-                utterance: Utterance::new(usize::try_from(cap).unwrap_or(usize::MAX)),
-                waiting: VecDeque::new(),
-                in_flight: None,
-                closing: false,
-            };
+                self.jobs.clone(),
+                self.counters.clone(),
+                self.options.clone(),
+                self.options.threads,
+            );
             tokio::spawn(task.run().in_current_span());
             Ok(session)
         })
-    }
-}
-
-/// The utterance being spoken, at [`RECOGNIZER_RATE_HZ`].
-#[derive(Debug)]
-struct Utterance {
-    samples: Vec<i16>,
-    cap: usize,
-    truncated: bool,
-    /// Converts frames not at 16 kHz; one per input rate, flushed at each end.
-    resampler: Option<StreamResampler>,
-    scratch: Vec<i16>,
-}
-
-impl Utterance {
-    fn new(cap: usize) -> Self {
-        Utterance {
-            samples: Vec::new(),
-            cap,
-            truncated: false,
-            resampler: None,
-            scratch: Vec::new(),
-        }
-    }
-
-    /// Appends a frame, resampled to 16 kHz if needed.
-    fn push_frame(&mut self, frame: &AudioFrame) -> Result<(), ProviderError> {
-        let rate = frame.sample_rate_hz();
-        if rate == RECOGNIZER_RATE_HZ {
-            self.push(frame.samples());
-            return Ok(());
-        }
-        if self.resampler.as_ref().map(StreamResampler::in_rate_hz) != Some(rate) {
-            self.flush_resampler();
-            let resampler = StreamResampler::new(rate, RECOGNIZER_RATE_HZ).map_err(|_| {
-                ProviderError::Protocol {
-                    reason: format!("cannot resample {rate} Hz audio to 16 kHz").into(),
-                }
-            })?;
-            self.resampler = Some(resampler);
-        }
-        let mut scratch = std::mem::take(&mut self.scratch);
-        if let Some(resampler) = &mut self.resampler {
-            resampler.process_into(frame.samples(), &mut scratch);
-        }
-        self.push(&scratch);
-        scratch.clear();
-        self.scratch = scratch;
-        Ok(())
-    }
-
-    fn flush_resampler(&mut self) {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        if let Some(resampler) = &mut self.resampler {
-            resampler.flush(&mut scratch);
-        }
-        self.push(&scratch);
-        scratch.clear();
-        self.scratch = scratch;
-    }
-
-    fn push(&mut self, samples: &[i16]) {
-        self.samples.extend_from_slice(samples);
-        let over = self.samples.len().saturating_sub(self.cap);
-        if over > 0 {
-            self.samples.drain(..over);
-            if !self.truncated {
-                self.truncated = true;
-                tracing::warn!("utterance longer than max_utterance_ms; dropping its start");
-            }
-        }
-    }
-
-    /// The whole utterance (the resampler's tail included); starts the next.
-    /// Returns the samples and whether they lost their start.
-    fn take(&mut self) -> (Vec<i16>, bool) {
-        self.flush_resampler();
-        let truncated = std::mem::replace(&mut self.truncated, false);
-        (std::mem::take(&mut self.samples), truncated)
-    }
-}
-
-/// Scales PCM16 to `-1.0..1.0`.
-fn to_f32(samples: &[i16]) -> Vec<f32> {
-    samples.iter().map(|&s| f32::from(s) / 32_768.0).collect()
-}
-
-struct SessionTask {
-    backend: SttBackend,
-    jobs: std_mpsc::SyncSender<Job>,
-    counters: Arc<Counters>,
-    utterance: Utterance,
-    /// Utterances finalized but not yet given to a thread, in order.
-    waiting: VecDeque<Vec<i16>>,
-    in_flight: Option<oneshot::Receiver<Answer>>,
-    closing: bool,
-}
-
-/// Waits for the utterance in recognition, or forever when there is none.
-///
-/// # Cancel safety
-///
-/// Cancel safe: the receiver stays in `slot` until it completes.
-async fn in_flight(slot: &mut Option<oneshot::Receiver<Answer>>) -> Option<Answer> {
-    match slot {
-        Some(reply) => reply.await.ok(),
-        None => std::future::pending().await,
-    }
-}
-
-#[expect(
-    clippy::large_enum_variant,
-    reason = "built on the task's stack once per step, never queued"
-)]
-enum Step {
-    Input(Option<SttInput>),
-    /// `None`: the thread dropped the job without answering.
-    Answered(Option<Answer>),
-}
-
-impl SessionTask {
-    async fn run(mut self) {
-        // A second handle on the event queue, to notice the engine leaving
-        // while `backend` is borrowed by the receive.
-        let events = self.backend.events.clone();
-        loop {
-            if self.closing && self.in_flight.is_none() && self.waiting.is_empty() {
-                break;
-            }
-            let step = tokio::select! {
-                input = self.backend.recv(), if !self.closing => Step::Input(input),
-                answer = in_flight(&mut self.in_flight) => Step::Answered(answer),
-                // The engine dropped the events: the call is over. Dropping the
-                // task drops the reply slots, so the threads skip its jobs.
-                () = events.closed() => return,
-            };
-            let event = match step {
-                Step::Input(Some(SttInput::Audio(frame))) => {
-                    self.utterance.push_frame(&frame).err().map(SttEvent::Error)
-                }
-                Step::Input(Some(SttInput::Finalize)) => {
-                    Counters::bump(&self.counters.utterances);
-                    let (samples, truncated) = self.utterance.take();
-                    if truncated {
-                        Counters::bump(&self.counters.truncated);
-                    }
-                    self.waiting.push_back(samples);
-                    None
-                }
-                Step::Input(Some(SttInput::Close) | None) => {
-                    self.closing = true;
-                    None
-                }
-                Step::Answered(answer) => {
-                    self.in_flight = None;
-                    Some(answer_event(answer))
-                }
-            };
-            if let Some(event) = event
-                && self.backend.events.send(event).await.is_err()
-            {
-                return;
-            }
-            if !self.start_next().await {
-                return;
-            }
-        }
-        let _ = self.backend.events.send(SttEvent::Closed).await;
-    }
-
-    /// Gives the next waiting utterance to a thread, answering empty or
-    /// refused ones at once. Returns `false` when the engine is gone.
-    async fn start_next(&mut self) -> bool {
-        while self.in_flight.is_none()
-            && let Some(samples) = self.waiting.pop_front()
-        {
-            let event = if samples.is_empty() {
-                Counters::bump(&self.counters.empty);
-                final_event(String::new())
-            } else {
-                let (reply, answer) = oneshot::channel();
-                let job = Job {
-                    samples: to_f32(&samples),
-                    reply,
-                };
-                match self.jobs.try_send(job) {
-                    Ok(()) => {
-                        self.in_flight = Some(answer);
-                        continue;
-                    }
-                    Err(std_mpsc::TrySendError::Full(_)) => {
-                        Counters::bump(&self.counters.busy);
-                        tracing::warn!("local recognizer busy: utterance refused");
-                        SttEvent::Error(ProviderError::server(503, "local recognizer busy"))
-                    }
-                    Err(std_mpsc::TrySendError::Disconnected(_)) => SttEvent::Error(
-                        ProviderError::disconnected("the local recognition threads are gone"),
-                    ),
-                }
-            };
-            if self.backend.events.send(event).await.is_err() {
-                return false;
-            }
-        }
-        true
-    }
-}
-
-fn final_event(text: String) -> SttEvent {
-    SttEvent::Final {
-        text,
-        confidence: None,
-        from_finalize: true,
-    }
-}
-
-fn answer_event(answer: Option<Answer>) -> SttEvent {
-    match answer {
-        Some(Ok(text)) => final_event(text.trim().to_owned()),
-        Some(Err(error)) => {
-            tracing::warn!(%error, "local transcription failed");
-            SttEvent::Error(ProviderError::Server {
-                status: 500,
-                reason: error.to_string().into(),
-            })
-        }
-        None => SttEvent::Error(ProviderError::disconnected(
-            "a local recognition thread stopped",
-        )),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn frame(samples: &[i16], rate: u32) -> AudioFrame {
-        AudioFrame::from_samples(samples, rate).unwrap()
-    }
-
-    #[test]
-    fn sixteen_khz_frames_are_kept_as_they_are() {
-        let mut u = Utterance::new(16_000);
-        let samples: Vec<i16> = (0..320).map(|i| i as i16).collect();
-        u.push_frame(&frame(&samples, 16_000)).unwrap();
-        u.push_frame(&frame(&samples, 16_000)).unwrap();
-        let (got, truncated) = u.take();
-        assert!(!truncated);
-        assert_eq!(got.len(), 640);
-        assert_eq!(&got[..320], &samples[..]);
-    }
-
-    #[test]
-    fn eight_khz_frames_come_out_at_twice_the_length() {
-        for frames in [1usize, 7, 50] {
-            let mut u = Utterance::new(16_000 * 30);
-            let tone: Vec<i16> = (0..160)
-                .map(|i| ((i as f32 * 0.3).sin() * 8000.0) as i16)
-                .collect();
-            for _ in 0..frames {
-                u.push_frame(&frame(&tone, 8_000)).unwrap();
-            }
-            let (got, _) = u.take();
-            let expected = frames * 320;
-            // The flush adds the filter's delay (a few ms) and nothing is lost.
-            assert!(got.len() >= expected, "{} < {expected}", got.len());
-            assert!(
-                got.len() <= expected + 16_000 / 10,
-                "{} frames: {}",
-                frames,
-                got.len()
-            );
-            // A second utterance starts from nothing.
-            let (next, _) = u.take();
-            assert!(next.is_empty());
-        }
-    }
-
-    #[test]
-    fn the_cap_keeps_the_end_and_reports_truncation_once_per_utterance() {
-        let mut u = Utterance::new(1_000);
-        for i in 0..10i16 {
-            u.push(&[i; 320]);
-        }
-        let (got, truncated) = u.take();
-        assert!(truncated);
-        assert_eq!(got.len(), 1_000);
-        assert_eq!(*got.last().unwrap(), 9);
-        u.push(&[1; 10]);
-        assert_eq!(u.take(), (vec![1; 10], false));
-    }
-
-    #[test]
-    fn samples_scale_to_unit_range() {
-        assert_eq!(to_f32(&[0, 16_384, -32_768]), vec![0.0, 0.5, -1.0]);
-    }
-
-    #[test]
-    fn a_missing_model_file_is_named() {
-        let dir = std::env::temp_dir().join(format!("brisvox-stt-empty-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("model.bin"), b"x").unwrap();
-        let err = check_whisper_model_dir(&dir).unwrap_err();
-        let text = err.to_string();
-        assert!(text.contains("tokenizer.json") && text.contains("preprocessor_config.json"));
-        assert!(!text.contains("model.bin,"), "{text}");
-        assert!(text.contains("scripts/fetch-models.sh"));
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn the_not_built_error_names_the_feature_and_the_command() {
-        let text = LocalSttError::NotBuilt.to_string();
-        assert!(
-            text.contains("local-stt") && text.contains("scripts/run.sh"),
-            "{text}"
-        );
     }
 }

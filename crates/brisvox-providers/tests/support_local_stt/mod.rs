@@ -4,13 +4,13 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use brisvox_core::AudioFrame;
-use brisvox_providers::local::{Recognizer, RecognizerError};
+use brisvox_providers::local::{LocalSttOptions, Recognized, Recognizer, RecognizerError};
 use brisvox_providers::{SendError, SttEvent, SttEvents, SttSender};
 
 /// What one call of the fake saw.
@@ -22,11 +22,22 @@ pub struct Call {
     pub peak: f32,
     /// The thread it ran on.
     pub thread: Option<String>,
+    /// The draft it was given.
+    pub draft: Vec<u32>,
+}
+
+/// The default options without partials: one recognition per finalize.
+pub fn no_partials() -> LocalSttOptions {
+    let mut options = LocalSttOptions::default();
+    options.partials = false;
+    options
 }
 
 /// How the fake answers a call.
 pub enum Reply {
     Text(String),
+    /// Text with tokens: one per word, numbered by the word's first letter.
+    Tokens(String),
     Fail(&'static str),
     Panic,
     /// Sleeps, then answers with the text.
@@ -100,7 +111,12 @@ impl FakeRecognizer {
 }
 
 impl Recognizer for FakeRecognizer {
-    fn transcribe(&self, samples: &[f32]) -> Result<String, RecognizerError> {
+    fn recognize(
+        &self,
+        samples: &[f32],
+        draft: &[u32],
+        _cancel: &AtomicBool,
+    ) -> Result<Recognized, RecognizerError> {
         self.entered.fetch_add(1, Ordering::SeqCst);
         if let Some(gate) = &self.gate {
             let _ = gate.lock().unwrap().recv();
@@ -111,16 +127,25 @@ impl Recognizer for FakeRecognizer {
                 len: samples.len(),
                 peak: samples.iter().fold(0.0f32, |m, s| m.max(s.abs())),
                 thread: std::thread::current().name().map(str::to_owned),
+                draft: draft.to_vec(),
             });
             calls.len() - 1
         };
+        let text = |t: String| Recognized {
+            text: t,
+            tokens: Vec::new(),
+        };
         match (self.script)(i) {
-            Reply::Text(t) => Ok(t),
+            Reply::Text(t) => Ok(text(t)),
+            Reply::Tokens(t) => Ok(Recognized {
+                tokens: word_tokens(&t),
+                text: t,
+            }),
             Reply::Fail(reason) => Err(RecognizerError::new(reason)),
             Reply::Panic => panic!("fake recognizer panics on purpose"),
             Reply::Slow(d, t) => {
                 std::thread::sleep(d);
-                Ok(t)
+                Ok(text(t))
             }
         }
     }
@@ -128,6 +153,14 @@ impl Recognizer for FakeRecognizer {
     fn supports_language(&self, language: &str) -> bool {
         !self.english_only || language == "en"
     }
+}
+
+/// One token per word: the word's length times 100 plus its first byte, so
+/// the same word is the same token.
+pub fn word_tokens(text: &str) -> Vec<u32> {
+    text.split_whitespace()
+        .map(|w| w.len() as u32 * 100 + u32::from(w.as_bytes()[0]))
+        .collect()
 }
 
 /// A 20 ms frame at `rate_hz` of a constant `level`.

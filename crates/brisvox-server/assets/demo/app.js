@@ -12,10 +12,12 @@
     running: false, started: null, mock: null,
     playedSamples: 0, bufferedSamples: 0, receivedSamples: 0, audibleMs: 0,
     sentFrames: 0, clears: 0, flushes: [], transcripts: [], interim: '', turnMetrics: [],
+    botTexts: [], noText: [], // the bot's words as sent to its voice; turns that produced no text
     eventLog: [], // the first EVENT_LOG_MAX events, each with the playback counters at its arrival
     botSpeaking: false, ended: null, errors: [],
   };
   let ws = null, ctx = null, stream = null, capture = null, playback = null, source = null;
+  let botLine = null; // the transcript line of the bot's current response
 
   function setStatus(s) { $('status').textContent = s; }
 
@@ -32,7 +34,22 @@
     const list = $('transcript');
     list.appendChild(li);
     list.scrollTop = list.scrollHeight;
+    return li;
   }
+
+  // The bot's words of one response go on one line, as they reach its voice.
+  function addBotText(text) {
+    state.botTexts.push(text);
+    if (!botLine) { botLine = addLine('bot: ', 'bot'); }
+    botLine.textContent += (botLine.textContent.endsWith(': ') ? '' : ' ') + text;
+    $('transcript').scrollTop = $('transcript').scrollHeight;
+  }
+
+  const NO_TEXT = {
+    empty_transcript: 'nothing recognised',
+    stt_error: 'the STT failed',
+    final_timeout: 'the STT final came too late',
+  };
 
   async function start() {
     $('toggle').disabled = true;
@@ -144,7 +161,7 @@
         if (ev.final) {
           state.transcripts.push(ev.text); state.interim = '';
           $('interim').textContent = '';
-          addLine('you: ' + ev.text);
+          if (ev.text) { botLine = null; addLine('you: ' + ev.text, 'you'); }
         } else {
           state.interim = ev.text; $('interim').textContent = ev.text;
         }
@@ -153,7 +170,19 @@
         state.botSpeaking = true; $('speaking').hidden = false; break;
       case 'bot_speaking_stopped':
         state.botSpeaking = false; $('speaking').hidden = true;
-        if (ev.interrupted) addLine('(bot interrupted)', 'event');
+        if (ev.interrupted) {
+          if (botLine) botLine.textContent += ' …';
+          addLine('(bot interrupted: the words after the cut were not heard)', 'event');
+        }
+        botLine = null;
+        break;
+      case 'bot_text':
+        addBotText(ev.text); break;
+      case 'turn_no_text':
+        state.noText.push(ev);
+        botLine = null;
+        addLine('(turn ' + ev.turn + ': ' + Math.round(ev.speech_ms) + ' ms of speech, no words: ' +
+          (NO_TEXT[ev.reason] || ev.reason) + (ev.replied ? '; the bot says it did not catch that)' : ')'), 'event');
         break;
       case 'clear':
         state.clears++; $('clears').textContent = state.clears;
@@ -172,27 +201,33 @@
     }
   }
 
+  const WAITED = { stt_final: 'the STT final', turn_model: 'the end-of-turn model', timeout: 'a timeout' };
+
   // One bar per turn. Positions are ms from the end of the caller's speech:
   // the turn-end decision, then the LLM's first token (after the request made
   // at the decision), then the TTS's first byte, then the first audio out.
-  // The STT final is a marker on the same axis.
+  // The STT final and the end-of-turn verdict are markers on the same axis;
+  // the label says which of them the turn end waited for.
   function drawTurn(m) {
     const num = (v) => (typeof v === 'number' ? v : null);
     const eot = num(m.end_of_turn_delay_ms), stt = num(m.stt_final_delay_ms);
     const llm = num(m.llm_ttft_ms), tts = num(m.tts_ttfb_ms), resp = num(m.response_latency_ms);
+    const verdict = num(m.turn_verdict_delay_ms);
     const segs = [];
     let t = 0;
     if (eot !== null) { segs.push(['eot', 0, eot]); t = eot; }
     if (llm !== null) { segs.push(['llm', t, t + llm]); t += llm; }
     if (tts !== null) { segs.push(['tts', t, t + tts]); t += tts; }
     if (resp !== null && resp > t) { segs.push(['out', t, resp]); t = resp; }
-    const total = Math.max(t, stt || 0, resp || 0, 1);
+    const total = Math.max(t, stt || 0, verdict || 0, resp || 0, 1);
     const scale = Math.max(total, 1500);
     const li = document.createElement('li');
     const label = document.createElement('div');
     label.className = 'label';
     const part = (name, v) => (v === null ? '' : name + ' ' + Math.round(v) + ' ms · ');
-    label.textContent = 'turn ' + m.turn + ': ' + part('STT final', stt) + part('end of turn', eot) +
+    const waited = m.waited_for ? 'waited for ' + (WAITED[m.waited_for] || m.waited_for) + ' · ' : '';
+    label.textContent = 'turn ' + m.turn + ': ' + waited + part('STT final', stt) +
+      part('end-of-turn verdict', verdict) + part('end of turn', eot) +
       part('LLM TTFT', llm) + part('TTS TTFB', tts) + part('first audio', resp) +
       (num(m.time_to_silence_ms) !== null ? 'silence after barge-in ' + Math.round(m.time_to_silence_ms) + ' ms' : '');
     label.textContent = label.textContent.replace(/ · $/, '');
@@ -206,11 +241,13 @@
       d.title = cls + ' ' + Math.round(b - a) + ' ms';
       bar.appendChild(d);
     }
-    if (stt !== null) {
+    const marker = (cls, at, title) => {
       const mk = document.createElement('div');
-      mk.className = 'mark'; mk.style.left = (100 * stt / scale) + '%'; mk.title = 'STT final ' + Math.round(stt) + ' ms';
+      mk.className = cls; mk.style.left = (100 * at / scale) + '%'; mk.title = title + ' ' + Math.round(at) + ' ms';
       bar.appendChild(mk);
-    }
+    };
+    if (stt !== null) marker('mark' + (m.waited_for === 'stt_final' ? ' waited' : ''), stt, 'STT final');
+    if (verdict !== null) marker('mark verdict' + (m.waited_for === 'turn_model' ? ' waited' : ''), verdict, 'end-of-turn verdict');
     li.appendChild(label); li.appendChild(bar);
     $('turns').prepend(li);
   }

@@ -18,8 +18,8 @@ mod telephony;
 
 pub use policy::{
     DEFAULT_INCOMPLETE_TIMEOUT_MS, DEFAULT_SHED_WAIT_MS, DEFAULT_SILENCE_MS, EarlyAnalysisSettings,
-    InterruptionSettings, LimitsSettings, ShortcutSettings, TurnAnalyzer, TurnPolicy, TurnSettings,
-    VadDetector, VadSettings,
+    InterruptionSettings, LOCAL_NOT_HEARD_REPLY, LimitsSettings, ShortcutSettings, TurnAnalyzer,
+    TurnPolicy, TurnSettings, VadDetector, VadSettings,
 };
 pub use providers::{
     DeepgramSttSettings, EnvLookup, LlmProvider, LlmSection, LocalLlmSettings, LocalModelSettings,

@@ -65,11 +65,21 @@ pub struct TurnSettings {
     pub require_final: bool,
     /// The longest wait for the STT final after the turn end, in ms.
     pub final_timeout_ms: u32,
+    /// Said when the caller clearly spoke but nothing was recognised (an
+    /// empty transcript, an STT error, a late final); empty: say nothing.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub not_heard_reply: String,
+    /// The shortest speech (VAD start to stop) that counts as clearly
+    /// spoken for `not_heard_reply`, in ms.
+    pub not_heard_min_speech_ms: u32,
     /// `[turn.shortcut]`: shorter waits when the STT final says the turn is complete.
     pub shortcut: ShortcutSettings,
     /// `[turn.early_analysis]`: Smart Turn at the VAD's first fall.
     pub early_analysis: EarlyAnalysisSettings,
 }
+
+/// What the local demo says when it heard speech but no words.
+pub const LOCAL_NOT_HEARD_REPLY: &str = "Sorry, I didn't catch that.";
 
 impl Default for TurnSettings {
     fn default() -> Self {
@@ -81,6 +91,8 @@ impl Default for TurnSettings {
             silence_ms: None,
             require_final: true,
             final_timeout_ms: 1000,
+            not_heard_reply: String::new(),
+            not_heard_min_speech_ms: 500,
             shortcut: ShortcutSettings::default(),
             early_analysis: EarlyAnalysisSettings::default(),
         }
@@ -215,6 +227,12 @@ impl TurnSettings {
                 range("turn.silence_ms", s, 100, 10_000)?;
             }
         }
+        range(
+            "turn.not_heard_min_speech_ms",
+            self.not_heard_min_speech_ms,
+            0,
+            10_000,
+        )?;
         self.shortcut.check()?;
         self.early_analysis.check()?;
         range("turn.final_timeout_ms", self.final_timeout_ms, 0, 10_000)

@@ -9,6 +9,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod binary;
+
 use brisvox_server::admission::NoPoolPressure;
 use brisvox_server::agent::AgentSettings;
 use brisvox_server::handler::{CallHandler, EchoCallHandler};

@@ -49,6 +49,14 @@ pub struct TurnMetricsMs {
     /// Engine hop: from the barge-in decision to the transport's clear.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupt_to_clear_ms: Option<f64>,
+    /// From the end of the user's speech to the end-of-turn model's verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_verdict_delay_ms: Option<f64>,
+    /// What the turn end waited for last: `"stt_final"` (the transcript),
+    /// `"turn_model"` (the end-of-turn verdict) or `"timeout"` (a deadline:
+    /// the final timeout, or the wait after an "incomplete" verdict).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_for: Option<String>,
 }
 
 /// A JSON event from the server to the client.
@@ -100,6 +108,24 @@ pub enum ServerEvent {
     Dtmf {
         /// The key: `0`-`9`, `*`, `#` or `A`-`D`.
         digit: String,
+    },
+    /// Text the bot is about to speak, as handed to its voice (a sentence or
+    /// clause at a time; after a `clear` the audio of the last ones was cut).
+    BotText {
+        /// The text.
+        text: String,
+    },
+    /// The caller's turn ended without text, so nothing answers it (or the
+    /// not-heard reply does, when `replied`).
+    TurnNoText {
+        /// Turn number within the call, from 1.
+        turn: u64,
+        /// `"empty_transcript"`, `"stt_error"` or `"final_timeout"`.
+        reason: String,
+        /// How long the caller spoke, in ms.
+        speech_ms: f64,
+        /// Whether the bot answers with its not-heard reply.
+        replied: bool,
     },
     /// Something went wrong; `code` is stable, `message` is for people.
     Error {

@@ -1,8 +1,7 @@
-//! `[stt] provider = "local"` (Whisper tiny.en): without the cargo feature
-//! `local-stt` it is refused at startup with an error naming the feature and
-//! the command that builds it; with the feature, a model folder that lacks
-//! files is refused with their names; a language other than English is
-//! refused; with no agent file the mock STT stays when the local one cannot run.
+//! `[stt] provider = "local"` (Whisper tiny.en on ONNX Runtime): a model
+//! folder that lacks files is refused at startup with their names and the
+//! command that fetches them; a language other than English is refused; with
+//! no agent file the mock STT stays when the local one cannot run.
 
 use brisvox_server::agent::{AgentSettings, SttProvider};
 use brisvox_server::engine::EngineCallHandler;
@@ -22,27 +21,22 @@ fn setup_error(agent: &AgentSettings) -> String {
     }
 }
 
-#[cfg(not(feature = "local-stt"))]
 #[test]
-fn without_the_feature_the_error_names_the_feature_and_the_run_command() {
-    let error = setup_error(&agent(""));
-    assert!(error.contains("`local-stt`"), "{error}");
-    assert!(error.contains("scripts/run.sh"), "{error}");
-}
-
-#[cfg(feature = "local-stt")]
-#[test]
-fn with_the_feature_an_incomplete_model_folder_names_the_missing_files() {
+fn an_incomplete_model_folder_names_the_missing_files() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("model.bin"), b"not a model").unwrap();
+    std::fs::write(dir.path().join("encoder.onnx"), b"not a model").unwrap();
     let extra = format!(
         "[stt.local]\nmodel_path = {:?}\n",
         dir.path().display().to_string()
     );
     let error = setup_error(&agent(&extra));
+    assert!(error.contains("decoder.onnx"), "{error}");
     assert!(error.contains("tokenizer.json"), "{error}");
-    assert!(error.contains("preprocessor_config.json"), "{error}");
-    assert!(error.contains("scripts/fetch-models.sh"), "{error}");
+    assert!(!error.contains("encoder.onnx"), "{error}");
+    assert!(
+        error.contains("scripts/fetch-models.sh --whisper"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -50,11 +44,7 @@ fn a_language_other_than_english_is_refused() {
     let mut settings = agent("");
     settings.language = brisvox_server::agent::Language::Tr;
     let error = setup_error(&settings);
-    if brisvox_server::local_stt::BUILT {
-        assert!(error.contains("English only"), "{error}");
-    } else {
-        assert!(error.contains("`local-stt`"), "{error}");
-    }
+    assert!(error.contains("English only"), "{error}");
 }
 
 #[test]
