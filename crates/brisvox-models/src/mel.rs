@@ -101,6 +101,15 @@ impl LogMel {
         }
     }
 
+    /// [`LogMel::new`] with its buffers sized for audio of `samples` samples,
+    /// so a spectrogram of that length allocates nothing, not even the first.
+    pub fn for_samples(samples: usize) -> Self {
+        let mut mel = Self::new();
+        mel.padded = vec![0.0; samples + 2 * PAD];
+        mel.log_mel = vec![0.0; N_MELS * (samples / HOP + 1)];
+        mel
+    }
+
     /// The spectrogram of `audio` (16 kHz, `n * HOP` samples, already scaled,
     /// padded or normalised as the model wants) into `out`, which must hold
     /// `N_MELS * n` values: `[80][n]`, mel band major.

@@ -79,7 +79,7 @@ impl FeatureExtractor {
     /// Costs well under a millisecond; build it once per worker, not per analysis.
     pub fn new() -> Self {
         FeatureExtractor {
-            mel: LogMel::new(),
+            mel: LogMel::for_samples(WINDOW_SAMPLES),
             audio: vec![0.0; WINDOW_SAMPLES],
         }
     }
