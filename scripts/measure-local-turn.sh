@@ -4,10 +4,13 @@
 # Silero VAD and Smart Turn (bench/agents/local-demo.toml, no greeting), over
 # the /call websocket with brisvox-bench v2v. Writes bench/results/v2v-local-demo.{md,json}.
 #
-# Needs the binary built with the local STT (scripts/run.sh builds one):
-#   BRISVOX_BIN [target/release/brisvox]   the server binary (--features local-stt)
+# Then the same over /twilio (8 kHz mu-law, placed as Twilio does) with
+# 8 kHz phone prompts, into bench/results/v2v-local-demo-twilio.{md,json}.
+#
+#   BRISVOX_BIN [target/release/brisvox]   the server binary (scripts/run.sh builds it)
 #   BENCH_BIN [target/release/brisvox-bench]
-#   RUNS [6]   calls in all, one at a time, the fixtures in turn
+#   RUNS [6]   calls per route, one at a time, the fixtures in turn
+#   ROUTES ["call twilio"]   which routes to measure
 # The server binds 127.0.0.1 only and is stopped on exit.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -29,8 +32,21 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 grep -q listening "$log" || { cat "$log" >&2; echo "measure-local-turn: the server did not listen in 30 s" >&2; exit 1; }
-"$bench" v2v --url "ws://127.0.0.1:$port/call" \
-  --fixture fixtures/librivox_0870.wav --fixture fixtures/phone_pls_hold_while_try_16k.wav \
-  --fixture fixtures/en_long_question.wav --runs "$runs" \
-  --label "brisvox serve --agent bench/agents/local-demo.toml (local Whisper tiny.en, rules agent, local voice; Silero + Smart Turn), $bin" \
-  --out bench/results/v2v-local-demo
+what="brisvox serve --agent bench/agents/local-demo.toml (local Whisper tiny.en, rules agent, local voice; Silero + Smart Turn), $bin"
+for route in ${ROUTES:-call twilio}; do
+  case "$route" in
+    call)
+      "$bench" v2v --url "ws://127.0.0.1:$port/call" \
+        --fixture fixtures/librivox_0870.wav --fixture fixtures/phone_pls_hold_while_try_16k.wav \
+        --fixture fixtures/en_long_question.wav --runs "$runs" \
+        --label "$what" --out bench/results/v2v-local-demo
+      ;;
+    twilio)
+      "$bench" v2v --url "ws://127.0.0.1:$port/twilio" \
+        --fixture fixtures/phone_pls_hold_while_try_8k.wav --fixture fixtures/phone_vm_nobodyavail_8k.wav \
+        --fixture fixtures/phone_please_try_call_later_8k.wav --runs "$runs" \
+        --label "$what, over /twilio at 8 kHz" --out bench/results/v2v-local-demo-twilio
+      ;;
+    *) echo "measure-local-turn: unknown route $route (call, twilio)" >&2; exit 2 ;;
+  esac
+done
