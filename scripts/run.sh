@@ -22,8 +22,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# The first release build on the 2-core build machine (scripts/first-start.sh).
-FIRST_BUILD="about 4 minutes on 2 cores"
+# How long the first release build takes (measured by scripts/first-start.sh).
+FIRST_BUILD="several minutes on 2 cores: bench/results/first-start.md"
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "run.sh: cargo not found: install Rust (https://rustup.rs); rust-toolchain.toml pins the version" >&2
