@@ -40,6 +40,7 @@ pub mod local;
 pub mod mock;
 pub mod openai_llm;
 pub mod openai_transcribe;
+pub mod retries;
 pub mod stt;
 pub mod tts;
 pub mod vendors;

@@ -90,6 +90,8 @@ async fn a_1011_close_replays_uncovered_audio_and_the_pending_finalize() {
 
 #[tokio::test]
 async fn a_reset_socket_is_replaced() {
+    use brisvox_providers::retries::{RetryKind, total};
+    let reconnects = total(RetryKind::SttReconnect);
     let mut fake = FakeWs::start().await;
     let stt = provider(&fake, |_| {});
     let (sender, mut events) = stt.connect(SttConfig::default()).await.unwrap().split();
@@ -97,6 +99,10 @@ async fn a_reset_socket_is_replaced() {
     conn.reset();
     let frame = &counting_frames(7, 1)[0];
     let mut conn = fake.accept().await;
+    assert!(
+        total(RetryKind::SttReconnect) > reconnects,
+        "the reconnect is counted for /metrics"
+    );
     sender.send_audio(frame).unwrap();
     let (audio, _) = conn.audio_bytes(640).await;
     assert_eq!(audio, bytes_of(std::slice::from_ref(frame)));

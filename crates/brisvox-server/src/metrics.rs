@@ -290,7 +290,23 @@ impl ServerMetrics {
             .unwrap_or_else(bug);
         let mut text = String::from_utf8(buf).unwrap_or_else(bug);
         self.models.render_into(&mut text);
+        render_provider_retries(&mut text);
         text
+    }
+}
+
+/// `brisvox_provider_retries_total{kind}`: the adapters' own retries (STT
+/// reconnects, re-opened TTS contexts), process-wide, read at each scrape.
+fn render_provider_retries(out: &mut String) {
+    use brisvox_providers::retries::{RetryKind, total};
+    use std::fmt::Write as _;
+    let name = "brisvox_provider_retries_total";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Retries the provider adapters made on their own (STT reconnects, re-opened TTS contexts).\n# TYPE {name} counter"
+    );
+    for kind in RetryKind::ALL {
+        let _ = writeln!(out, "{name}{{kind=\"{}\"}} {}", kind.label(), total(kind));
     }
 }
 
@@ -390,6 +406,21 @@ mod tests {
             !text.contains("brisvox_turn_ms"),
             "the old ms histogram is gone"
         );
+        assert!(text.contains("brisvox_provider_retries_total{kind=\"tts_context_retry\"} "));
+    }
+
+    #[test]
+    fn the_adapters_retries_show_at_the_next_scrape() {
+        use brisvox_providers::retries::{RetryKind, record, total};
+        let m = ServerMetrics::new();
+        record(RetryKind::SttReconnect);
+        let shown = m
+            .render()
+            .lines()
+            .find_map(|l| l.strip_prefix("brisvox_provider_retries_total{kind=\"stt_reconnect\"} "))
+            .map(|v| v.parse::<u64>().expect("a count"))
+            .expect("the series");
+        assert!(shown >= 1 && shown <= total(RetryKind::SttReconnect));
     }
 
     #[test]

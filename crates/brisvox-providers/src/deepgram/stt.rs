@@ -652,6 +652,7 @@ impl ListenTask {
             return self.fail(error).await;
         }
         tracing::warn!(%error, attempt = self.attempts, "Deepgram listen socket lost; reconnecting");
+        crate::retries::record(crate::retries::RetryKind::SttReconnect);
         let backoff = match self.attempts {
             1 => Duration::ZERO,
             2 => Duration::from_millis(250),

@@ -450,6 +450,7 @@ impl<W: TtsWire> WsTtsSession<W> {
             c.next_wire(false);
             c.retry_at = Some(Instant::now() + Duration::from_millis(self.timing.refusal_retry_ms));
             tracing::info!(ctx = %c.id, attempt = c.attempt, "tts context refused, re-opening");
+            crate::retries::record(crate::retries::RetryKind::TtsContextRetry);
             return Ok(());
         }
         let c = self.contexts.remove(pos);
