@@ -73,7 +73,10 @@ wait "$server" 2>/dev/null || true
 server=""
 # User and system CPU of every waited-for descendant (cargo, rustc, pip, the server).
 to_s() { local v="${1%s}"; echo "${v%%m*} * 60 + ${v#*m}" | bc; }
-read -r cu cs < <(times | tail -n1)
+# `times` run in this shell (a pipe or a substitution would run it in a
+# subshell, whose children are none of these).
+times >"$work/times"
+read -r cu cs < <(tail -n1 "$work/times")
 cpu_user=$(to_s "$cu") cpu_sys=$(to_s "$cs")
 cpu_total=$(echo "$cpu_user + $cpu_sys" | bc)
 banner="$(grep -A1 "brisvox is ready" "$log" | tr '\n' ' ')"

@@ -23,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # How long the first release build takes (measured by scripts/first-start.sh).
-FIRST_BUILD="several minutes on 2 cores: bench/results/first-start.md"
+FIRST_BUILD="15 min on the shared 2-core build machine at a load of 10, see bench/results/first-start.md"
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "run.sh: cargo not found: install Rust (https://rustup.rs); rust-toolchain.toml pins the version" >&2
