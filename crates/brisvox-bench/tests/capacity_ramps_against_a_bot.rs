@@ -63,10 +63,10 @@ fn capacity_ramps_and_reports_each_step() {
         assert_eq!(st["calls"].as_array().unwrap().len() as u64, n);
         assert_eq!(st["summary"]["outcomes"]["answered"], 2 * n);
         let p95 = st["summary"]["v2v_ms"]["p95"].as_f64().unwrap();
-        assert!(
-            (EXPECTED_MS..EXPECTED_MS + 20.0).contains(&p95),
-            "p95 {p95}"
-        );
+        // The bot answers in 500 ms when punctual; the measurement's
+        // precision is v2v_measures_a_known_reply_delay's to check, here only
+        // that the passing step's p95 is inside its limit.
+        assert!((EXPECTED_MS..750.0).contains(&p95), "p95 {p95}");
         assert!(
             st["server"]["rss_peak_mb"].as_f64().unwrap() > 0.0,
             "{}",

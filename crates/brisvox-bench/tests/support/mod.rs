@@ -1,7 +1,11 @@
 //! An echo-after-silence bot for the tests: speaks the brisvox protocol v1 on
 //! 127.0.0.1, ends a turn after 200 ms of silence following speech and answers it
 //! 300 ms later with 200 ms of tone; and a synthetic fixture whose two
-//! utterances end on frame edges, so the true V2V is exactly 500 ms.
+//! utterances end on frame edges, so the true V2V is 500 ms when the bot is
+//! punctual. The bot's `turn_metrics` carries the delay it really took
+//! (`response_latency_ms`: from the frame that ended the turn to its first
+//! tone frame handed to the socket), so a test on a loaded machine can tell
+//! the bot's lateness from the client's measurement error.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -90,17 +94,21 @@ pub async fn bot(stream: tokio::net::TcpStream) {
                         in_speech = false;
                         turn += 1;
                         let out = out_tx.clone();
+                        let ended = tokio::time::Instant::now();
                         tokio::spawn(async move {
                             tokio::time::sleep(Duration::from_millis(REPLY_DELAY_MS)).await;
                             let tone: Vec<u8> = (0..FRAME)
                                 .flat_map(|i| (((i % 16) as i16 - 8) * 1000).to_le_bytes())
                                 .collect();
+                            let mut took = None;
                             for _ in 0..10 {
                                 let _ = out.send(Message::binary(tone.clone())).await;
+                                took.get_or_insert_with(|| ended.elapsed());
                                 tokio::time::sleep(Duration::from_millis(20)).await;
                             }
+                            let took_ms = took.unwrap_or_default().as_secs_f64() * 1000.0;
                             let m = format!(
-                                r#"{{"type":"turn_metrics","turn":{turn},"response_latency_ms":{REPLY_DELAY_MS}.0}}"#
+                                r#"{{"type":"turn_metrics","turn":{turn},"response_latency_ms":{took_ms}}}"#
                             );
                             let _ = out.send(Message::text(m)).await;
                         });
