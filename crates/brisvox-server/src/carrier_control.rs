@@ -8,7 +8,7 @@
 //! [`CONTROL_TIMEOUT`], its result logged and counted in
 //! `brisvox_call_control_total{carrier, action, result}`.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use brisvox_transport::Carrier;
 use brisvox_transport::carrier::control::{
@@ -158,7 +158,7 @@ impl CarrierControls {
         let control = self.get(carrier).ok_or(ControlFailed::NotConfigured {
             carrier: carrier.as_str(),
         })?;
-        let wall = wall_clock();
+        let wall = crate::clock::wall_clock();
         let nonce = format!("{call_id}-{}", wall.as_nanos());
         let req = control.request(call_id, action, wall.as_secs(), &nonce)?;
         self.send_request(req).await
@@ -192,13 +192,4 @@ impl CarrierControls {
 
 fn secret(s: &Option<crate::secret::SecretSetting>) -> Option<String> {
     s.as_ref()?.secret().map(|v| v.expose().to_owned())
-}
-
-/// The wall clock since the Unix epoch: a Vonage JWT's `iat` is a date, which
-/// no monotonic clock gives.
-#[allow(clippy::disallowed_methods)] // the one date the carrier checks
-fn wall_clock() -> Duration {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
 }

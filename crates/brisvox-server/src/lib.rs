@@ -19,7 +19,8 @@
 //!   end); [`handler`] ([`handler::CallHandler`]: where a route hands the edge
 //!   to the engine); [`audio_edge`] (decode and resample in, encode out);
 //!   `wire_events` (engine events as protocol events); consumers of a call's
-//!   events besides the writer: [`metrics`] and `call_log`. Also
+//!   events besides the writer: [`metrics`], `call_log` and `call_recording`
+//!   (the opt-in recorder, also fed by the reader and the writer). Also
 //!   [`admission`], [`demo`], [`model_metrics`], [`serve`] (start, signal,
 //!   drain), [`drain`] (`brisvox drain`, the drain started from outside),
 //!   [`fd_limit`].
@@ -61,6 +62,8 @@ pub mod state;
 pub mod telemetry;
 
 mod call_log;
+mod call_recording;
+mod clock;
 mod route;
 mod wire_events;
 mod ws_call;

@@ -119,6 +119,9 @@ pub struct ServerMetrics {
     /// and `result` (`ok`, `refused`: the carrier answered with an error
     /// status, `failed`: no answer).
     pub call_control_total: IntCounterVec,
+    /// Call recordings by `result`: `written`, or `failed` (a full disk, the
+    /// directory's budget; the call itself goes on).
+    pub recordings_total: IntCounterVec,
     /// Provider failures by `stage` and `kind`, at each call's end.
     provider_errors_total: IntCounterVec,
     /// LLM completions requested, at each call's end.
@@ -191,6 +194,11 @@ impl ServerMetrics {
                 &["version"],
             )
             .unwrap_or_else(bug),
+            recordings_total: counter_vec(
+                "brisvox_recordings_total",
+                "Call recordings by result.",
+                &["result"],
+            ),
             models: ModelStatsSource::default(),
         };
         m.register_all();
@@ -205,6 +213,9 @@ impl ServerMetrics {
         for reason in REFUSAL_REASONS {
             self.refused_total.with_label_values(&[reason]);
         }
+        for result in ["written", "failed"] {
+            self.recordings_total.with_label_values(&[result]);
+        }
         for stage in PROVIDER_STAGES {
             for kind in PROVIDER_ERROR_KINDS {
                 self.provider_errors_total.with_label_values(&[stage, kind]);
@@ -218,6 +229,7 @@ impl ServerMetrics {
             .set(1);
         let mut collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
             Box::new(self.call_control_total.clone()),
+            Box::new(self.recordings_total.clone()),
             Box::new(self.active_calls.clone()),
             Box::new(self.calls_total.clone()),
             Box::new(self.refused_total.clone()),

@@ -32,6 +32,7 @@ use tracing::Instrument;
 
 use crate::admission::CallPermit;
 use crate::call_log::CallLog;
+use crate::call_recording::RecordingTap;
 use crate::handler::{CallFailed, CallStart};
 use crate::metrics::ServerMetrics;
 use crate::state::AppState;
@@ -159,12 +160,17 @@ pub(crate) struct RouteIo {
     /// Commands to the writer.
     pub(crate) cmd_tx: mpsc::Sender<WriterCmd>,
     state: Arc<AppState>,
+    /// The call's recorder, when recording.
+    recording: Option<RecordingTap>,
 }
 
 impl RouteIo {
     /// Queues a caller frame (320 samples at 16 kHz) that arrived at `at`;
     /// drops it (counted) when the engine is behind.
     pub(crate) fn push_frame(&self, samples: &[i16], at: Instant) {
+        if let Some(tap) = &self.recording {
+            tap.caller(samples, at);
+        }
         if self.inbound.push_audio(samples, at) == Err(InboundRefused::Full) {
             self.state.metrics.input_frames_dropped_total.inc();
         }
@@ -196,10 +202,7 @@ pub(crate) fn finish(state: &AppState, outcome: Outcome, permit: CallPermit) {
     drop(permit);
 }
 
-/// The current time on tokio's clock, as a std instant (the engine's clock).
-pub(crate) fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
-}
+pub(crate) use crate::clock::now;
 
 /// A call's event bus and its consumers: `/metrics`, the call log and the
 /// call's trace (when tracing is on) observe every event synchronously
@@ -249,12 +252,26 @@ where
     let (inbound, source) = inbound_queue(INBOUND_FRAMES, INBOUND_CONTROLS);
     let (sink, audio) = audio_queue(AUDIO_QUEUE_FRAMES);
     let trace = (state.telemetry.as_ref()).map(|t| t.call(&start.call_id, start.transport.name()));
-    let (events, writer_events) = call_events(&state.metrics, &start.call_id, trace);
+    let (mut events, writer_events) = call_events(&state.metrics, &start.call_id, trace);
     let (cmd_tx, cmd_rx) = mpsc::channel(WRITER_CMD_QUEUE);
     let rate_hz = start.output_sample_rate_hz;
-    let writer = tokio::spawn(
-        run_writer(wire, audio, writer_events, cmd_rx, rate_hz).instrument(span.clone()),
+    let recording = crate::call_recording::start(
+        state.agent.recording.as_ref(),
+        &state.metrics,
+        &start.call_id,
+        rate_hz,
     );
+    if let Some(tap) = &recording {
+        events.observe(Arc::new(tap.clone()));
+    }
+    let writer_io = WriterIo {
+        audio,
+        events: writer_events,
+        cmd_rx,
+        rate_hz,
+        recording: recording.clone(),
+    };
+    let writer = tokio::spawn(run_writer(wire, writer_io).instrument(span.clone()));
     let context = CallContext {
         call_id: start.call_id.clone(),
         transport: start.transport.name().to_owned(),
@@ -268,6 +285,7 @@ where
         inbound,
         cmd_tx: cmd_tx.clone(),
         state: state.clone(),
+        recording,
     };
     let mut reader = Box::pin(reader(io).instrument(span.clone()));
     let mut end_calls = state.end_calls.clone();
@@ -354,26 +372,39 @@ struct Writer<W> {
     events: EventReceiver,
     mapping: WireEvents,
     rate_hz: u32,
+    /// The call's recorder, fed each frame and clear as written.
+    recording: Option<RecordingTap>,
     /// The socket failed: nothing more is written.
     broken: bool,
     /// Frames dropped for a rate other than the transport's.
     wrong_rate: u64,
 }
 
-/// Runs a call's writer until the route sends `Close`.
-async fn run_writer<W: Wire>(
-    wire: W,
+/// What the writer reads from, besides its wire.
+struct WriterIo {
     audio: AudioQueueReceiver,
     events: EventReceiver,
-    mut cmd_rx: mpsc::Receiver<WriterCmd>,
+    cmd_rx: mpsc::Receiver<WriterCmd>,
     rate_hz: u32,
-) {
+    recording: Option<RecordingTap>,
+}
+
+/// Runs a call's writer until the route sends `Close`.
+async fn run_writer<W: Wire>(wire: W, io: WriterIo) {
+    let WriterIo {
+        audio,
+        events,
+        mut cmd_rx,
+        rate_hz,
+        recording,
+    } = io;
     let mut w = Writer {
         wire,
         audio,
         events,
         mapping: WireEvents::default(),
         rate_hz,
+        recording,
         broken: false,
         wrong_rate: 0,
     };
@@ -416,8 +447,18 @@ impl<W: Wire> Writer<W> {
                 self.wrong_rate += 1;
                 return;
             }
-            QueuedAudio::Frame { frame, .. } => self.wire.audio(&frame).await,
-            QueuedAudio::Clear { .. } => self.wire.clear().await,
+            QueuedAudio::Frame { frame, .. } => {
+                if let Some(tap) = &self.recording {
+                    tap.bot(&frame);
+                }
+                self.wire.audio(&frame).await
+            }
+            QueuedAudio::Clear { .. } => {
+                if let Some(tap) = &self.recording {
+                    tap.cleared();
+                }
+                self.wire.clear().await
+            }
         };
         self.broken = res.is_err();
     }

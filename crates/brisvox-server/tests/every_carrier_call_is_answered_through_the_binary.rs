@@ -8,7 +8,8 @@
 //! answer until the server sends the carrier's clear, presses a key (the
 //! engine logs it), and ends the stream. A second binary, whose calls last at
 //! most a second, hangs each call up through the carrier's REST API (a local
-//! fake checking the request).
+//! fake checking the request). The first binary records its calls: each
+//! recording holds both sides and the interrupted bot turn.
 //!
 //! The engine runs its energy VAD and mock providers: no model files needed.
 
@@ -21,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use brisvox_audio::wav::read_wav;
-use brisvox_testkit::{eventually_async, later};
+use brisvox_testkit::{eventually_async, eventually_some_async, later};
 use brisvox_transport::carrier::emulator::ServerCommand;
 use brisvox_transport::twilio::signature::compute_signature;
 use brisvox_transport::{Carrier, WireFormat};
@@ -46,7 +47,7 @@ struct Server {
     child: Child,
     addr: SocketAddr,
     logs: Arc<Mutex<Vec<serde_json::Value>>>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Drop for Server {
@@ -93,10 +94,19 @@ api_base = "{api_base}"
     )
 }
 
-fn start_server(api_base: &str, extra: &str) -> Server {
+/// Starts the binary; with `record`, calls are recorded in `dir/rec`.
+fn start_server(api_base: &str, extra: &str, record: bool) -> Server {
     let dir = tempfile::tempdir().expect("a temp dir");
     let path = dir.path().join("agent.toml");
-    std::fs::write(&path, agent_file(api_base, extra)).expect("agent file written");
+    let recording = if record {
+        let rec = dir.path().join("rec");
+        std::fs::create_dir(&rec).expect("recordings dir");
+        format!("[recording]\ndirectory = {rec:?}\n")
+    } else {
+        String::new()
+    };
+    let extra = format!("{extra}\n{recording}");
+    std::fs::write(&path, agent_file(api_base, &extra)).expect("agent file written");
     let mut child = Command::new(env!("CARGO_BIN_EXE_brisvox"))
         .args(["serve", "--bind", "127.0.0.1:0", "--log-format", "json"])
         .arg("--agent")
@@ -139,7 +149,7 @@ fn start_server(api_base: &str, extra: &str) -> Server {
         child,
         addr,
         logs,
-        _dir: dir,
+        dir,
     }
 }
 
@@ -280,7 +290,7 @@ async fn converse(server: &Server, carrier: Carrier) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_carrier_is_answered_interrupted_and_keyed() {
     let api = fake_api(200).await;
-    let server = start_server(&api.base(), "");
+    let server = start_server(&api.base(), "", true);
     let calls = CARRIERS.map(|c| converse(&server, c));
     futures_util::future::join_all(calls).await;
     assert!(logged(
@@ -290,12 +300,63 @@ async fn every_carrier_is_answered_interrupted_and_keyed() {
         "carrier",
         "telnyx"
     ));
+    for carrier in CARRIERS {
+        check_recording(&server.dir.path().join("rec"), carrier).await;
+    }
+}
+
+/// The call's recording holds the caller (left) and the bot (right), and its
+/// transcript the interrupted bot turn.
+async fn check_recording(dir: &std::path::Path, carrier: Carrier) {
+    let prefix = format!("{}-call-", carrier.as_str());
+    let find = |ext: &str| {
+        std::fs::read_dir(dir)
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+                name.starts_with(&prefix) && name.ends_with(ext)
+            })
+    };
+    let what = later(|| format!("{carrier:?}: no recording in {}", dir.display()));
+    let json =
+        eventually_some_async(common::WAIT, what, || std::future::ready(find(".json"))).await;
+    let wav = find(".wav").expect("the WAV beside its transcript");
+    let audio = read_wav(&std::fs::read(wav).unwrap()).unwrap();
+    assert_eq!(audio.spec.channels, 2);
+    let loud = |channel: usize| {
+        audio
+            .samples
+            .iter()
+            .skip(channel)
+            .step_by(2)
+            .filter(|s| s.unsigned_abs() > 1000)
+            .count()
+    };
+    // Both sides spoke for at least 200 ms (16 kHz samples).
+    assert!(
+        loud(0) > 3200 && loud(1) > 3200,
+        "{carrier:?}: {} / {}",
+        loud(0),
+        loud(1)
+    );
+    let transcript: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    assert!(
+        transcript["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["role"] == "bot" && e["interrupted"] == true),
+        "{carrier:?}: {transcript}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_the_server_ends_are_hung_up_by_rest() {
     let mut api = fake_api(200).await;
-    let server = start_server(&api.base(), "[limits]\nmax_call_duration_s = 1");
+    let server = start_server(&api.base(), "[limits]\nmax_call_duration_s = 1", false);
     let with_rest = [
         Carrier::Twilio,
         Carrier::Telnyx,

@@ -12,6 +12,7 @@
 pub mod exposure;
 mod policy;
 mod providers;
+mod recording;
 mod runtime;
 mod server;
 mod telephony;
@@ -27,6 +28,7 @@ pub use providers::{
     OpenAiCompatibleSettings, OpenAiTranscribeSettings, REASONING_EFFORTS, SttProvider, SttSection,
     TtsProvider, TtsSection, VendorTtsSettings,
 };
+pub use recording::{DEFAULT_RECORDING_MAX_DURATION_S, RecordingSettings};
 pub use runtime::{
     ENV_SMART_TURN_INTRA_THREADS, ENV_SMART_TURN_THREADS, ENV_VAD_THREADS, MIN_POOL_QUEUE,
     RuntimeSettings, pool_queue_capacity,
@@ -172,6 +174,9 @@ pub struct AgentSettings {
     pub server: ServerSettings,
     /// `[telephony]`.
     pub telephony: TelephonySettings,
+    /// `[recording]` (absent: calls are not recorded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recording: Option<RecordingSettings>,
 }
 
 impl Default for AgentSettings {
@@ -191,6 +196,7 @@ impl Default for AgentSettings {
             runtime: RuntimeSettings::default(),
             server: ServerSettings::default(),
             telephony: TelephonySettings::default(),
+            recording: None,
         }
     }
 }
@@ -255,6 +261,9 @@ impl AgentSettings {
         self.runtime.check()?;
         self.check_early_analysis()?;
         self.server.check(env)?;
+        if let Some(r) = &self.recording {
+            r.check()?;
+        }
         self.telephony.check(env)
     }
 
