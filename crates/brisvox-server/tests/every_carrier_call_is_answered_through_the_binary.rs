@@ -15,10 +15,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use brisvox_audio::wav::read_wav;
@@ -26,6 +23,7 @@ use brisvox_testkit::{eventually_async, eventually_some_async, later};
 use brisvox_transport::carrier::emulator::ServerCommand;
 use brisvox_transport::twilio::signature::compute_signature;
 use brisvox_transport::{Carrier, WireFormat};
+use common::binary::{Logs, start_server_with};
 use common::carrier::{FakeCarrier, Heard, test_format};
 use common::rest::fake_api;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -44,17 +42,10 @@ const CARRIERS: [Carrier; 5] = [
 ];
 
 struct Server {
-    child: Child,
-    addr: SocketAddr,
-    logs: Arc<Mutex<Vec<serde_json::Value>>>,
+    /// The running binary (killed on drop).
+    binary: common::binary::Server,
+    logs: Logs,
     dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn agent_file(api_base: &str, extra: &str) -> String {
@@ -107,50 +98,18 @@ fn start_server(api_base: &str, extra: &str, record: bool) -> Server {
     };
     let extra = format!("{extra}\n{recording}");
     std::fs::write(&path, agent_file(api_base, &extra)).expect("agent file written");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_brisvox"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--log-format", "json"])
-        .arg("--agent")
-        .arg(&path)
-        .env("RUST_LOG", "info")
-        .env("BV_TELNYX_TOKEN", "telnyx-secret")
-        .env("BV_EXOTEL_TOKEN", "exotel-secret")
-        .env("TWILIO_AUTH_TOKEN", "twilio-auth")
-        .env("TELNYX_API_KEY", "telnyx-key")
-        .env("PLIVO_AUTH_TOKEN", "plivo-auth")
-        .env("VONAGE_PRIVATE_KEY", KEY)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary starts");
-    let mut lines = BufReader::new(child.stderr.take().expect("piped")).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("the server logs until it listens")
-            .expect("utf-8 log line");
-        let v: serde_json::Value = serde_json::from_str(&line).expect("JSON log lines");
-        if v["fields"]["message"] == "listening" {
-            break v["fields"]["local_addr"]
-                .as_str()
-                .expect("address")
-                .parse()
-                .expect("socket address");
-        }
-    };
-    let logs = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&logs);
-    std::thread::spawn(move || {
-        for line in lines.map_while(Result::ok) {
-            if let Ok(v) = serde_json::from_str(&line) {
-                sink.lock().expect("log lock").push(v);
-            }
-        }
-    });
-    Server {
-        child,
-        addr,
-        logs,
-        dir,
-    }
+    let logs = Logs::default();
+    let agent = path.to_str().expect("a UTF-8 path");
+    let env = [
+        ("BV_TELNYX_TOKEN", "telnyx-secret"),
+        ("BV_EXOTEL_TOKEN", "exotel-secret"),
+        ("TWILIO_AUTH_TOKEN", "twilio-auth"),
+        ("TELNYX_API_KEY", "telnyx-key"),
+        ("PLIVO_AUTH_TOKEN", "plivo-auth"),
+        ("VONAGE_PRIVATE_KEY", KEY),
+    ];
+    let binary = start_server_with(&["--agent", agent], &env, Some(Logs::clone(&logs)));
+    Server { binary, logs, dir }
 }
 
 /// The recorded phone prompt at the stream's rate, in 20 ms frames encoded
@@ -261,7 +220,7 @@ fn logged(server: &Server, message: &str, call_id: &str, field: &str, value: &st
 
 async fn converse(server: &Server, carrier: Carrier) {
     let call_id = format!("{}-call", carrier.as_str());
-    let mut fake = open(server.addr, carrier, &call_id).await;
+    let mut fake = open(server.binary.addr, carrier, &call_id).await;
     let speech = speech(fake.emu.format());
     let mut seen = Seen::default();
     talk_until(&mut fake, &speech, &mut seen, |s| {
@@ -364,7 +323,12 @@ async fn calls_the_server_ends_are_hung_up_by_rest() {
         Carrier::Vonage,
     ];
     let calls = with_rest.map(|carrier| async move {
-        let mut fake = open(server.addr, carrier, &format!("{}-call", carrier.as_str())).await;
+        let mut fake = open(
+            server.binary.addr,
+            carrier,
+            &format!("{}-call", carrier.as_str()),
+        )
+        .await;
         // Silence until the call's length limit ends it from the server's side.
         let silence = fake.frame(false, 0);
         fake.media(&silence).await;

@@ -50,9 +50,19 @@ pub fn models_present(whisper: bool) -> bool {
 /// Starts `brisvox serve` on a free loopback port with `args` added (an
 /// agent file, say) and waits until it listens.
 pub fn start_server(args: &[&str]) -> Server {
+    start_server_with(args, &[], None)
+}
+
+/// The JSON log lines a server wrote after it started listening.
+pub type Logs = std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>;
+
+/// [`start_server`] with environment variables `env` set, its later JSON log
+/// lines collected into `logs` when given.
+pub fn start_server_with(args: &[&str], env: &[(&str, &str)], logs: Option<Logs>) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_brisvox"))
         .args(["serve", "--bind", "127.0.0.1:0", "--log-format", "json"])
         .args(args)
+        .envs(env.iter().copied())
         .env("RUST_LOG", "info")
         .stderr(Stdio::piped())
         .spawn()
@@ -73,7 +83,13 @@ pub fn start_server(args: &[&str]) -> Server {
         }
     };
     // Keep draining the log so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines.map_while(Result::ok) {});
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if let (Some(logs), Ok(v)) = (&logs, serde_json::from_str(&line)) {
+                logs.lock().expect("log lock").push(v);
+            }
+        }
+    });
     Server { child, addr }
 }
 

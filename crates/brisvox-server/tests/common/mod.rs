@@ -107,21 +107,8 @@ pub async fn until_event(ws: &mut Ws, kind: &str) -> (Vec<serde_json::Value>, us
 
 /// GET `path`; returns (status, body).
 pub async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut buf = Vec::new();
-    tokio::time::timeout(WAIT, s.read_to_end(&mut buf))
-        .await
-        .unwrap()
-        .unwrap();
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let status = text[9..12].parse().unwrap();
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    (status, body)
+    exchange(addr, &req).await
 }
 
 /// POST `body` to `path` with `headers` (and `Host: {addr}`); returns
@@ -132,7 +119,6 @@ pub async fn post(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut req = format!(
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
@@ -142,7 +128,14 @@ pub async fn post(
     }
     req.push_str("\r\n");
     req.push_str(body);
-    s.write_all(req.as_bytes()).await.unwrap();
+    exchange(addr, &req).await
+}
+
+/// Sends one HTTP/1.1 request (`Connection: close`) and reads the whole
+/// answer; returns (status, body).
+async fn exchange(addr: SocketAddr, request: &str) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
     let mut buf = Vec::new();
     tokio::time::timeout(WAIT, s.read_to_end(&mut buf))
         .await
