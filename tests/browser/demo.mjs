@@ -201,6 +201,14 @@ try {
   check(botTexts.some((t) => t.startsWith('Hello!')), `the greeting's words came as bot_text (${JSON.stringify(botTexts)})`);
   check(botTexts.length >= 2, `the answer's words came as bot_text too (${botTexts.length} texts)`);
   check((await page.textContent('#transcript')).includes('bot: '), 'the bot\'s words are on the page');
+  // The cut greeting: bot_heard says what the caller heard of it, and its
+  // line keeps those words and strikes through the rest.
+  await waitFor(page, 'the greeting\'s bot_heard', () => window.brisvoxDemo.heard.length >= 1, 5000);
+  const heard = await page.evaluate(() => window.brisvoxDemo.heard[0]);
+  check(heard.turn === 0 && heard.sent.startsWith('Hello!') && heard.sent.startsWith(heard.heard) &&
+    heard.heard.length < heard.sent.length, `the greeting's bot_heard has its heard part (${JSON.stringify(heard)})`);
+  check(await page.locator('#transcript li.bot .unheard').count() >= 1,
+    'the words of the greeting after the cut are struck through on the page');
   const answered = (await page.evaluate(() => window.brisvoxDemo.turnMetrics)).find((t) => t.waited_for);
   check(answered && (await page.textContent('#turns')).includes('waited for'),
     `the latency bar says what the turn waited for (${answered && answered.waited_for})`);

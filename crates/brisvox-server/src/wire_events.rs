@@ -5,7 +5,8 @@
 //! every `bot_speaking_started` gets exactly one `bot_speaking_stopped`, a
 //! turn's `turn_metrics` comes from the engine's [`EngineEvent::TurnMetrics`]
 //! (once per turn), a refused control is an `error`, a key press a `dtmf`,
-//! the bot's text a `bot_text`, a turn without text a `turn_no_text`.
+//! the bot's text a `bot_text` (and what of a cut answer was heard a
+//! `bot_heard`), a turn without text a `turn_no_text`.
 //! [`turn_metrics_ms`] is shared with `/metrics`, which observes the same
 //! engine event.
 
@@ -51,7 +52,21 @@ impl WireEvents {
             EngineEvent::Dtmf { digit } => Some(ServerEvent::Dtmf {
                 digit: digit.as_char().to_string(),
             }),
-            EngineEvent::BotText { text, .. } => Some(ServerEvent::BotText { text }),
+            EngineEvent::BotText { epoch, text } => Some(ServerEvent::BotText {
+                turn: epoch.0,
+                text,
+            }),
+            EngineEvent::Heard {
+                epoch,
+                sent,
+                heard,
+                played_ms,
+            } => Some(ServerEvent::BotHeard {
+                turn: epoch.0,
+                heard,
+                sent,
+                played_ms,
+            }),
             EngineEvent::TurnNoText {
                 epoch,
                 reason,
@@ -96,6 +111,35 @@ mod tests {
     use brisvox_core::timeline::TimelineRecorder;
 
     use super::*;
+
+    #[test]
+    fn the_bot_s_words_carry_their_turn_and_a_cut_says_what_was_heard() {
+        let mut wire = WireEvents::default();
+        let text = wire.map(EngineEvent::BotText {
+            epoch: Epoch(2),
+            text: "We open at nine.".into(),
+        });
+        assert_eq!(
+            text,
+            Some(ServerEvent::BotText {
+                turn: 2,
+                text: "We open at nine.".into()
+            })
+        );
+        let heard = wire.map(EngineEvent::Heard {
+            epoch: Epoch(2),
+            sent: "We open at nine. And close at five.".into(),
+            heard: "We open at nine.".into(),
+            played_ms: 1200,
+        });
+        let json = heard.expect("a bot_heard").to_json();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["type"], "bot_heard");
+        assert_eq!(v["turn"], 2);
+        assert_eq!(v["heard"], "We open at nine.");
+        assert_eq!(v["sent"], "We open at nine. And close at five.");
+        assert_eq!(v["played_ms"], 1200);
+    }
 
     #[test]
     fn every_bot_speaking_start_gets_exactly_one_stop() {

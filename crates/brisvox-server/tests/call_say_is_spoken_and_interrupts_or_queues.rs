@@ -3,7 +3,8 @@
 //! `bot_speaking_stopped`; `interrupt: true` cuts the bot at once (`clear`,
 //! `bot_speaking_stopped` interrupted) and speaks; `interrupt: false` waits for
 //! the current answer; an empty say gets an `error` and the call goes on.
-//! Each spoken say is announced first by its `bot_text`s.
+//! Each spoken say is announced first by its `bot_text`s; the cut one's
+//! `bot_heard` says what of it was heard.
 
 mod common;
 
@@ -66,12 +67,14 @@ async fn an_interrupting_say_cuts_the_bot_and_a_queued_one_waits() {
     let after = "Thanks for waiting.";
     send_text(&mut ws, &say(after, false)).await;
     // The cut: clear and an interrupted stop, in either order.
-    // The interrupting say's bot_text may overtake them (another path).
+    // The interrupting say's bot_text and the cut's bot_heard may overtake
+    // them (another path).
+    let mut heard = Vec::new();
     let mut cut = Vec::new();
     let mut early = Vec::new();
     while cut.len() < 2 {
         let ev = common::next_event(&mut ws).await;
-        if ev["type"] == "bot_text" {
+        if ev["type"] == "bot_text" || ev["type"] == "bot_heard" {
             early.push(ev);
             continue;
         }
@@ -89,11 +92,23 @@ async fn an_interrupting_say_cuts_the_bot_and_a_queued_one_waits() {
             .into_iter()
             .chain(events)
             .collect();
+        let (cut, events): (Vec<_>, Vec<_>) =
+            events.into_iter().partition(|e| e["type"] == "bot_heard");
+        heard.extend(cut);
         assert_bot_text(&events, text);
         let (events, audible) = until_event(&mut ws, "bot_speaking_stopped").await;
         assert_eq!(events.last().unwrap()["interrupted"], false, "{events:?}");
         assert!(near(audible, frames_for(text)), "{text}: {audible} frames");
     }
+    // What the caller heard of the cut announcement: its beginning (the mock
+    // voice has no word timings: in proportion to the audio played).
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_eq!(heard[0]["sent"], long, "{heard:?}");
+    let heard_text = heard[0]["heard"].as_str().expect("heard");
+    assert!(
+        long.starts_with(heard_text) && heard_text.len() < long.len(),
+        "{heard:?}"
+    );
     srv.drain(Duration::from_millis(100)).await;
 }
 

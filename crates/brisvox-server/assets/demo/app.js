@@ -13,11 +13,13 @@
     playedSamples: 0, bufferedSamples: 0, receivedSamples: 0, audibleMs: 0,
     sentFrames: 0, clears: 0, flushes: [], transcripts: [], interim: '', turnMetrics: [],
     botTexts: [], noText: [], // the bot's words as sent to its voice; turns that produced no text
+    heard: [], // bot_heard events: what the caller heard of each cut response
     eventLog: [], // the first EVENT_LOG_MAX events, each with the playback counters at its arrival
     botSpeaking: false, ended: null, errors: [],
   };
   let ws = null, ctx = null, stream = null, capture = null, playback = null, source = null;
   let botLine = null; // the transcript line of the bot's current response
+  const botLines = new Map(); // turn -> the transcript line of that response
 
   function setStatus(s) { $('status').textContent = s; }
 
@@ -38,11 +40,32 @@
   }
 
   // The bot's words of one response go on one line, as they reach its voice.
-  function addBotText(text) {
+  function addBotText(turn, text) {
     state.botTexts.push(text);
-    if (!botLine) { botLine = addLine('bot: ', 'bot'); }
+    if (!botLine || botLine.dataset.turn !== String(turn)) {
+      botLine = addLine('bot: ', 'bot');
+      botLine.dataset.turn = String(turn);
+      botLines.set(turn, botLine);
+    }
     botLine.textContent += (botLine.textContent.endsWith(': ') ? '' : ' ') + text;
     $('transcript').scrollTop = $('transcript').scrollHeight;
+  }
+
+  // A cut response: its line shows the words the caller heard, then the
+  // words it did not hear struck through.
+  function showHeard(ev) {
+    state.heard.push(ev);
+    const line = botLines.get(ev.turn);
+    if (!line) return;
+    const unheard = ev.sent.startsWith(ev.heard) ? ev.sent.slice(ev.heard.length).trim() : '';
+    line.textContent = 'bot: ' + ev.heard;
+    if (unheard) {
+      const cut = document.createElement('span');
+      cut.className = 'unheard';
+      cut.title = 'not heard: the caller talked over it';
+      cut.textContent = ' ' + unheard;
+      line.appendChild(cut);
+    }
   }
 
   const NO_TEXT = {
@@ -171,13 +194,14 @@
       case 'bot_speaking_stopped':
         state.botSpeaking = false; $('speaking').hidden = true;
         if (ev.interrupted) {
-          if (botLine) botLine.textContent += ' …';
-          addLine('(bot interrupted: the words after the cut were not heard)', 'event');
+          addLine('(bot interrupted: the words struck through were not heard)', 'event');
         }
         botLine = null;
         break;
       case 'bot_text':
-        addBotText(ev.text); break;
+        addBotText(ev.turn, ev.text); break;
+      case 'bot_heard':
+        showHeard(ev); break;
       case 'turn_no_text':
         state.noText.push(ev);
         botLine = null;

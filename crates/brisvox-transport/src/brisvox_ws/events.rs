@@ -112,8 +112,23 @@ pub enum ServerEvent {
     /// Text the bot is about to speak, as handed to its voice (a sentence or
     /// clause at a time; after a `clear` the audio of the last ones was cut).
     BotText {
+        /// The response's turn (the caller's turn it answers; 0 before the
+        /// first, as for the greeting).
+        turn: u64,
         /// The text.
         text: String,
+    },
+    /// A response was cut (the caller talked over it): what of its text the
+    /// caller heard, as the conversation now remembers it.
+    BotHeard {
+        /// The cut response's turn, as in its `bot_text`s.
+        turn: u64,
+        /// The part the caller heard, cut after the last heard word.
+        heard: String,
+        /// The whole text sent to the voice (`heard` is its beginning).
+        sent: String,
+        /// Audio of it the caller heard, ms.
+        played_ms: u64,
     },
     /// The caller's turn ended without text, so nothing answers it (or the
     /// not-heard reply does, when `replied`).
