@@ -1,9 +1,22 @@
 //! The controls a route hands the engine besides audio, and their parts
-//! (a leaf module: the edge and the events both use it).
+//! and who is calling ([`CallContext`]): a leaf module, used by the edge, the
+//! events and the call report alike.
 
 /// Free key/value metadata of a call (the client's `start.metadata`, Twilio's
 /// `customParameters`, later the agent link's context updates).
 pub type Metadata = serde_json::Map<String, serde_json::Value>;
+
+/// Who is calling: kept by the engine for the whole call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallContext {
+    /// The call's id (the client's `call_id`, Twilio's `callSid`).
+    pub call_id: String,
+    /// The route it came in on (`brisvox_ws`, `twilio`, `sim`).
+    pub transport: String,
+    /// The call's metadata, as the route gave it and as
+    /// [`Control::Metadata`] updated it.
+    pub metadata: Metadata,
+}
 
 /// A DTMF key: `0`-`9`, `*`, `#` or `A`-`D`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

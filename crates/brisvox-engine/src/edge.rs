@@ -46,7 +46,7 @@ use crate::frame_queue::{self, QueueReceiver, QueueSender};
 #[error("the transport is closed")]
 pub struct TransportClosed;
 
-pub use crate::controls::{Control, DtmfDigit, Metadata, NotADtmfDigit};
+pub use crate::controls::{CallContext, Control, DtmfDigit, Metadata, NotADtmfDigit};
 
 /// One item from the caller's side.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,18 +100,6 @@ pub trait CallSink: Send + 'static {
     /// continues with frames of epoch `floor` or newer. When it returns, no
     /// frame handed over before it will be played.
     fn clear(&mut self, floor: Epoch) -> impl Future<Output = ()> + Send;
-}
-
-/// Who is calling: kept by the engine for the whole call.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CallContext {
-    /// The call's id (the client's `call_id`, Twilio's `callSid`).
-    pub call_id: String,
-    /// The route it came in on (`brisvox_ws`, `twilio`, `sim`).
-    pub transport: String,
-    /// The call's metadata, as the route gave it and as
-    /// [`Control::Metadata`] updated it.
-    pub metadata: Metadata,
 }
 
 /// Everything [`run_call`](crate::run_call) needs from a route.

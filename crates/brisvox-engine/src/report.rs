@@ -7,7 +7,7 @@ use brisvox_audio::PacerMetrics;
 use brisvox_core::timeline::{TimelineCounters, TurnRecord};
 use brisvox_providers::ErrorKind;
 
-use crate::edge::CallContext;
+use crate::controls::CallContext;
 use crate::turn::{EndReason, TurnCounters};
 
 /// Most turn records a report keeps (the oldest are dropped and counted).
