@@ -155,6 +155,7 @@ fn empty_report(end: CallEnd, failures: &FailureBook, context: CallContext) -> C
         frames_out: 0,
         llm_usage: Default::default(),
         tools: Default::default(),
+        speculation: Default::default(),
         end,
         context,
     }
@@ -474,6 +475,7 @@ impl Call {
             frames_out: self.frames_out.load(Ordering::Relaxed),
             llm_usage: llm.usage,
             tools: llm.tools,
+            speculation: llm.speculation,
             end: outcome.end,
             context: outcome.context,
         };

@@ -48,7 +48,9 @@ pub use edge::{
 };
 pub use events::{EngineEvent, EventBus, EventObserver, EventReceiver};
 pub use models::{Models, Providers, VadSource, VerdictSource};
-pub use report::{CallEnd, CallReport, EarlyAnalysisCounters, FailureCount, ProviderStage};
+pub use report::{
+    CallEnd, CallReport, EarlyAnalysisCounters, FailureCount, ProviderStage, SpeculationCounters,
+};
 pub use tools::{
     LlmUsage, ToolCounters, ToolExecutor, ToolFiller, ToolInvocation, ToolOutcome, ToolSettings,
 };

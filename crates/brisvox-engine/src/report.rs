@@ -103,6 +103,25 @@ pub enum CallEnd {
     Requested,
 }
 
+/// What speculative LLM runs did in a call (all zero when speculation is
+/// off; `crate::turn::speculation` and the LLM stage's `speculative` module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SpeculationCounters {
+    /// Runs started.
+    pub started: u64,
+    /// Runs whose output became the turn's answer.
+    pub committed: u64,
+    /// Runs dropped because the turn ended with other words, or a newer
+    /// candidate replaced them.
+    pub discarded: u64,
+    /// Runs dropped because the caller spoke again.
+    pub withdrawn: u64,
+    /// Output tokens of the runs not committed (see the module docs).
+    pub wasted_output_tokens: u64,
+    /// Input tokens the provider reported for the runs not committed.
+    pub wasted_input_tokens: u64,
+}
+
 /// The summary of one call, returned by [`run_call`](crate::run_call).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallReport {
@@ -142,6 +161,8 @@ pub struct CallReport {
     pub llm_usage: crate::tools::LlmUsage,
     /// The call's tool calls.
     pub tools: crate::tools::ToolCounters,
+    /// Speculative LLM runs.
+    pub speculation: SpeculationCounters,
     /// How the call ended.
     pub end: CallEnd,
     /// Who called, with the call's metadata as it stood at the end.

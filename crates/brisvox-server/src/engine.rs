@@ -255,6 +255,13 @@ fn turn_config(agent: &AgentSettings) -> TurnConfig {
             reply: t.not_heard_reply.clone(),
             min_speech: ms(t.not_heard_min_speech_ms),
         }),
+        speculation: t
+            .speculation
+            .enabled
+            .then(|| brisvox_engine::turn::SpeculationConfig {
+                on_partial: t.speculation.on_partial,
+                partial_stable: ms(t.speculation.partial_stable_ms),
+            }),
     }
 }
 
@@ -328,6 +335,62 @@ impl PoolPressure for VadQueuePressure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interruption_shortcut_early_analysis_and_runtime_reach_the_engine() {
+        let agent = AgentSettings::from_toml_str(
+            r#"
+language = "tr"
+[turn.shortcut]
+terminal_ms = 0
+[turn.early_analysis]
+enabled = true
+fall_delay_ms = 64
+[interruption]
+min_words = 2
+[runtime]
+smart_turn_threads = 2
+"#,
+            &|_| None,
+        )
+        .expect("a valid file");
+        let config = engine_config(&agent, 16_000);
+        config.validate().expect("valid");
+        let barge_in = &config.turn.barge_in;
+        assert_eq!(barge_in.min_words, 2);
+        assert!(config.turn.resume_false_interruptions, "on by default");
+        assert!(barge_in.backchannels.iter().any(|w| w == "tamam"));
+        let shortcut = config.turn.incomplete_shortcut.expect("on by default");
+        assert_eq!(shortcut.terminal, Duration::ZERO);
+        assert_eq!(shortcut.language, brisvox_text::Language::Tr);
+        assert_eq!(config.vad.fall_delay, Some(Duration::from_millis(64)));
+        assert_eq!(config.early_analysis.map(|e| e.max_per_turn), Some(4));
+        assert_eq!(agent.runtime.smart_turn_threads, 2);
+        assert_eq!(config.turn.speculation, None, "speculation is opt-in");
+        let agent = AgentSettings::from_toml_str(
+            "[turn.speculation]\nenabled = true\non_partial = false\npartial_stable_ms = 150\n",
+            &|_| None,
+        )
+        .expect("valid");
+        let spec = engine_config(&agent, 16_000).turn.speculation.expect("on");
+        assert!(!spec.on_partial);
+        assert_eq!(spec.partial_stable, Duration::from_millis(150));
+        // `backchannels = []` turns the word rule off.
+        let agent = AgentSettings::from_toml_str("[interruption]\nbackchannels = []\n", &|_| None)
+            .expect("valid");
+        assert!(!engine_config(&agent, 16_000).turn.barge_in.has_word_rule());
+    }
+
+    #[test]
+    fn an_early_analysis_the_vad_cannot_hint_is_refused_naming_the_key() {
+        let e = AgentSettings::from_toml_str(
+            "[turn.early_analysis]\nenabled = true\nfall_delay_ms = 100\n",
+            &|_| None,
+        )
+        .expect_err("100 ms is 4 windows, not below the 100 ms stop")
+        .to_string();
+        assert!(e.contains("turn.early_analysis.fall_delay_ms"), "{e}");
+    }
 
     #[test]
     fn the_mock_agent_maps_to_a_valid_engine_config() {

@@ -277,6 +277,7 @@ mod tests {
         CallReport {
             llm_usage: Default::default(),
             tools: Default::default(),
+            speculation: Default::default(),
             turn_counters: TurnCounters {
                 turns: records.len() as u64,
                 barge_ins: records.iter().filter(|r| r.was_interrupted()).count() as u64,

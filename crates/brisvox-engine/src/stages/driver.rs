@@ -338,6 +338,12 @@ impl TurnDriver {
                     self.floor.send_replace(new);
                     self.events.emit(EngineEvent::Interrupted { old: cut, new });
                 }
+                Action::Speculate { epoch, text } => {
+                    self.send_llm(LlmInput::Speculate { epoch, text }).await;
+                }
+                Action::WithdrawSpeculation { epoch } => {
+                    self.send_llm(LlmInput::Withdraw { epoch }).await;
+                }
                 Action::Interrupt {
                     old,
                     new,

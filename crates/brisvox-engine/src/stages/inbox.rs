@@ -67,6 +67,10 @@ pub(crate) enum LlmInput {
     Heard { epoch: Epoch, words: usize },
     /// Speak the words of `interrupted`'s answer the caller did not hear, in `epoch`.
     Resume { interrupted: Epoch, epoch: Epoch },
+    /// Start a speculative run for `text` in `epoch` (replacing any other).
+    Speculate { epoch: Epoch, text: String },
+    /// The caller spoke again: drop `epoch`'s speculative run.
+    Withdraw { epoch: Epoch },
 }
 
 /// What the LLM stage sends the segmenter.

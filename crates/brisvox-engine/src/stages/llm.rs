@@ -46,11 +46,12 @@ use brisvox_providers::{
 use tokio::sync::{mpsc, watch};
 
 use super::inbox::{LlmInput, SegInput};
+use super::speculative::{SpecRun, next_spec_event};
 use super::spoken::Spoken;
 use super::tool_calls::{PENDING_RESULT, ToolCalls, ToolDone, with_ids};
 use super::{SharedTimeline, forward, mark, now, shutdown, sleep_until, stale_opt};
 use crate::events::{EngineEvent, EventBus};
-use crate::report::{FailureBook, ProviderStage};
+use crate::report::{FailureBook, ProviderStage, SpeculationCounters};
 use crate::tools::{LlmUsage, ToolCounters, ToolExecutor, ToolSettings};
 
 /// A response being streamed, or waiting for its tool calls.
@@ -74,11 +75,30 @@ struct Active {
     filler_at: Option<Instant>,
 }
 
+impl Active {
+    /// Completion `round` of `epoch`'s response on `stream`.
+    fn new(epoch: Epoch, stream: Option<LlmStream>, round: u32, tools_offered: bool) -> Self {
+        Active {
+            epoch,
+            stream,
+            answer: String::new(),
+            first_token: round > 0,
+            deadline: None,
+            calls: ToolCallAssembler::default(),
+            round,
+            tools_offered,
+            pending_tools: 0,
+            filler_at: None,
+        }
+    }
+}
+
 /// What the LLM stage counted when it ends.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct LlmReport {
     pub(crate) usage: LlmUsage,
     pub(crate) tools: ToolCounters,
+    pub(crate) speculation: SpeculationCounters,
 }
 
 /// The LLM stage actor.
@@ -103,6 +123,11 @@ pub(crate) struct LlmStage {
     filler_said: Option<Epoch>,
     /// What recent answers said and what of them was heard.
     spoken: Spoken,
+    /// The speculative run.
+    spec: Option<SpecRun>,
+    spec_counters: SpeculationCounters,
+    /// Bumped at every change of `history`.
+    history_version: u64,
 }
 
 /// What the LLM stage is built from.
@@ -145,6 +170,9 @@ impl LlmStage {
             usage: LlmUsage::default(),
             filler_said: None,
             spoken: Spoken::default(),
+            spec: None,
+            spec_counters: SpeculationCounters::default(),
+            history_version: 0,
         }
     }
 
@@ -171,6 +199,11 @@ impl LlmStage {
                     self.on_stall().await;
                 }
                 () = sleep_until(filler_at), if filler_at.is_some() => self.on_filler().await,
+                event = next_spec_event(&mut self.spec), if self.active.is_none() => {
+                    if let Some(run) = self.spec.as_mut() {
+                        run.hold(event);
+                    }
+                }
                 input = self.inbox.recv(), if self.active.is_none() => match input {
                     Some(input) => self.on_input(input).await,
                     None => break,
@@ -183,18 +216,22 @@ impl LlmStage {
             stream.cancel();
         }
         warm_up.abort();
+        self.drop_spec(false);
         LlmReport {
             usage: self.usage,
             tools: self.tools.counters(),
+            speculation: self.spec_counters,
         }
     }
 
     async fn on_input(&mut self, input: LlmInput) {
         match input {
-            LlmInput::Start { epoch, user_text } => {
-                self.remember(Message::user(user_text));
-                self.request(epoch, 0);
-                mark(&self.timeline, epoch, TurnEvent::LlmRequestSent, now());
+            LlmInput::Start { epoch, user_text } => self.start(epoch, user_text).await,
+            LlmInput::Speculate { epoch, text } => self.speculate(epoch, text),
+            LlmInput::Withdraw { epoch } => {
+                if self.spec.as_ref().is_some_and(|run| run.epoch == epoch) {
+                    self.drop_spec(true);
+                }
             }
             LlmInput::Speak { epoch, text } => {
                 self.remember(Message::assistant(text.as_str()));
@@ -202,13 +239,93 @@ impl LlmStage {
                 self.say_whole(epoch, text).await;
             }
             LlmInput::Heard { epoch, words } => {
+                self.history_version += 1;
                 self.spoken.truncate(&mut self.history, epoch, words);
             }
             LlmInput::Resume { interrupted, epoch } => {
+                self.history_version += 1;
                 let rest = self.spoken.rest(&mut self.history, interrupted);
                 self.say_whole(epoch, rest.unwrap_or_default()).await;
             }
         }
+    }
+
+    /// Answers the turn: commits the speculative run when it was started for
+    /// these words on this conversation, else requests a completion.
+    async fn start(&mut self, epoch: Epoch, user_text: String) {
+        let version = self.history_version;
+        let hit = self
+            .spec
+            .as_ref()
+            .is_some_and(|run| run.matches(epoch, &user_text, version));
+        if !hit {
+            self.drop_spec(false);
+            self.remember(Message::user(user_text));
+            self.request(epoch, 0);
+            mark(&self.timeline, epoch, TurnEvent::LlmRequestSent, now());
+            return;
+        }
+        let Some(run) = self.spec.take() else {
+            return;
+        };
+        self.spec_counters.committed += 1;
+        self.remember(Message::user(user_text));
+        let (stream, held) = run.commit();
+        self.active = Some(Active::new(
+            epoch,
+            stream,
+            0,
+            !self.tools.offer(0).is_empty(),
+        ));
+        if let Some(a) = self.active.as_mut() {
+            a.deadline = Some(now() + self.stall_limit);
+        }
+        mark(&self.timeline, epoch, TurnEvent::LlmRequestSent, now());
+        let ended = held
+            .last()
+            .is_some_and(|e| matches!(e, LlmEvent::Done | LlmEvent::Error(_)));
+        for event in held {
+            self.on_event(Some(event)).await;
+        }
+        if !ended && self.active.as_ref().is_some_and(|a| a.stream.is_none()) {
+            // The run's stream was gone without its end: end the response.
+            self.on_event(None).await;
+        }
+    }
+
+    /// Starts a speculative run for `text` (a newer candidate replaces the
+    /// last one, which counts as discarded).
+    fn speculate(&mut self, epoch: Epoch, text: String) {
+        self.drop_spec(false);
+        let mut messages = self.messages();
+        messages.push(Message::user(text.as_str()));
+        let tools = self.tools.offer(0);
+        let stream = self
+            .provider
+            .stream(LlmRequest::new(messages).with_tools(tools));
+        self.usage.requests += 1;
+        self.spec_counters.started += 1;
+        self.spec = Some(SpecRun::new(epoch, text, self.history_version, stream));
+    }
+
+    /// Cancels the speculative run, if any, counting it as withdrawn or discarded.
+    fn drop_spec(&mut self, withdrawn: bool) {
+        if let Some(run) = self.spec.take() {
+            if withdrawn {
+                self.spec_counters.withdrawn += 1;
+            } else {
+                self.spec_counters.discarded += 1;
+            }
+            run.drop_counted(&mut self.spec_counters);
+        }
+    }
+
+    /// The system prompt and the conversation so far.
+    fn messages(&self) -> Vec<Message> {
+        let mut messages = Vec::with_capacity(self.history.len() + 2);
+        messages.push(self.system.clone());
+        messages.extend(self.history.iter().cloned());
+        messages
     }
 
     /// `text` to the segmenter as one delta (none when empty), then the end.
@@ -225,27 +342,16 @@ impl LlmStage {
 
     /// Requests completion `round` of `epoch`'s response over the conversation.
     fn request(&mut self, epoch: Epoch, round: u32) {
-        let mut messages = Vec::with_capacity(self.history.len() + 1);
-        messages.push(self.system.clone());
-        messages.extend(self.history.iter().cloned());
+        let messages = self.messages();
         let tools = self.tools.offer(round);
         let tools_offered = !tools.is_empty();
         let stream = self
             .provider
             .stream(LlmRequest::new(messages).with_tools(tools));
         self.usage.requests += 1;
-        self.active = Some(Active {
-            epoch,
-            stream: Some(stream),
-            answer: String::new(),
-            first_token: round > 0,
-            deadline: Some(now() + self.stall_limit),
-            calls: ToolCallAssembler::default(),
-            round,
-            tools_offered,
-            pending_tools: 0,
-            filler_at: None,
-        });
+        let mut active = Active::new(epoch, Some(stream), round, tools_offered);
+        active.deadline = Some(now() + self.stall_limit);
+        self.active = Some(active);
     }
 
     async fn on_event(&mut self, event: Option<LlmEvent>) {
@@ -360,6 +466,7 @@ impl LlmStage {
             .find(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(&*done.call_id))
         {
             *slot = Message::tool_result(Arc::clone(&done.call_id), done.outcome.content.as_str());
+            self.history_version += 1;
         }
         mark(&self.timeline, done.epoch, TurnEvent::ToolCallEnd, now());
         self.events.emit(EngineEvent::ToolCallFinished {
@@ -461,6 +568,7 @@ impl LlmStage {
     /// Appends `message`, dropping the oldest beyond the limit; the history
     /// never starts with a tool result (its call was dropped).
     fn remember(&mut self, message: Message) {
+        self.history_version += 1;
         self.history.push(message);
         let mut drop = self.history.len().saturating_sub(self.max_history);
         while self.history.get(drop).is_some_and(|m| m.role == Role::Tool) {

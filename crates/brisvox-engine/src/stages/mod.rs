@@ -24,6 +24,7 @@ pub(crate) mod inbox;
 pub(crate) mod llm;
 pub(crate) mod output;
 pub(crate) mod segmenter;
+pub(crate) mod speculative;
 pub(crate) mod spoken;
 pub(crate) mod stt;
 pub(crate) mod tool_calls;

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use brisvox_text::Language;
 
+use super::speculation::SpeculationConfig;
+
 /// How the engine decides that the caller's turn is over.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TurnPolicy {
@@ -161,6 +163,9 @@ pub struct TurnConfig {
     pub resume_false_interruptions: bool,
     /// Spoken when a turn of clear speech produced no text; `None` stays silent.
     pub not_heard: Option<NotHeardConfig>,
+    /// Speculative LLM start ([`super::speculation`]); `None` (the default)
+    /// starts the LLM only when the turn ends.
+    pub speculation: Option<SpeculationConfig>,
 }
 
 impl Default for TurnConfig {
@@ -176,6 +181,7 @@ impl Default for TurnConfig {
             greeting: None,
             resume_false_interruptions: false,
             not_heard: None,
+            speculation: None,
         }
     }
 }

@@ -48,6 +48,7 @@ use brisvox_core::timeline::TurnEvent;
 
 use super::config::{TurnConfig, TurnPolicy};
 use super::interruption::{Ignored, PendingBargeIn};
+use super::speculation::{Offer, Speculator};
 use super::words::{TextEvidence, TextRules, WordSet};
 
 /// Identifies one VAD stop, so a verdict for an older stop is recognised as stale.
@@ -174,6 +175,20 @@ pub enum Action {
         /// The epoch the say is spoken in.
         new: Epoch,
     },
+    /// Speculative start ([`super::speculation`]): begin an LLM run for
+    /// `text` in `epoch`, its output held until the turn ends; a new one
+    /// replaces the last. `StartResponse` with the same words commits it.
+    Speculate {
+        /// The turn's epoch.
+        epoch: Epoch,
+        /// The candidate text of the turn.
+        text: String,
+    },
+    /// The caller spoke again: drop `epoch`'s speculative run.
+    WithdrawSpeculation {
+        /// The turn's epoch.
+        epoch: Epoch,
+    },
     /// Barge-in: cancel the response of `old`, clear the transport, and continue in `new`.
     Interrupt {
         /// The interrupted epoch.
@@ -294,6 +309,8 @@ pub struct TurnMachine {
     backchannels: WordSet,
     /// The incomplete shortcut's word rules.
     text_rules: Option<TextRules>,
+    /// Speculative start's candidates.
+    speculator: Speculator,
     says: VecDeque<String>,
     idle_deadline: Option<Instant>,
     idle_prompted: bool,
@@ -316,6 +333,7 @@ impl TurnMachine {
             .incomplete_shortcut
             .as_ref()
             .map(|s| TextRules::new(s.language, s.short_answer_max_words));
+        let speculator = Speculator::new(config.speculation.clone());
         let mut m = TurnMachine {
             config,
             state: TurnState::Listening,
@@ -325,6 +343,7 @@ impl TurnMachine {
             barge_in: None,
             backchannels,
             text_rules,
+            speculator,
             says: VecDeque::new(),
             idle_deadline: None,
             idle_prompted: false,
@@ -380,6 +399,8 @@ impl TurnMachine {
             TurnState::Listening => self.start_user_turn(speech_start),
             TurnState::UserPaused => {
                 // Same turn: the caller went on. Any verdict for the last stop is stale now.
+                let offer = self.speculator.resumed();
+                self.offer(offer);
                 self.reset_pause();
                 self.state = TurnState::UserSpeaking;
             }
@@ -422,6 +443,8 @@ impl TurnMachine {
             TurnPolicy::FixedSilence { silence } => Some(speech_end + silence),
         };
         self.state = TurnState::UserPaused;
+        let offer = self.speculator.stopped(now, &self.partial());
+        self.offer(offer);
         self.try_end_turn(now);
     }
 
@@ -430,6 +453,10 @@ impl TurnMachine {
         if self.in_user_turn() {
             self.turn.interim.clear();
             self.turn.interim.push_str(text);
+            if self.state == TurnState::UserPaused {
+                let offer = self.speculator.partial_changed(now, &self.partial());
+                self.offer(offer);
+            }
         } else if let Some(pending) = &mut self.barge_in {
             pending.interim(text);
             self.check_barge_in(now);
@@ -461,6 +488,10 @@ impl TurnMachine {
         }
         self.mark(TurnEvent::SttFinal, now);
         if self.state == TurnState::UserPaused {
+            if self.turn.finals_pending == 0 {
+                let offer = self.speculator.finals_in(&self.turn.finals);
+                self.offer(offer);
+            }
             self.try_end_turn(now);
         }
     }
@@ -588,6 +619,8 @@ impl TurnMachine {
         }
         self.check_barge_in(now);
         if self.state == TurnState::UserPaused {
+            let offer = self.speculator.timeout(now);
+            self.offer(offer);
             self.try_end_turn(now);
         }
         if self.idle_deadline.is_some_and(|d| d <= now) {
@@ -622,6 +655,7 @@ impl TurnMachine {
             self.turn
                 .final_deadline
                 .filter(|_| paused && self.config.require_final),
+            self.speculator.due().filter(|_| paused),
         ]
         .into_iter()
         .flatten()
@@ -632,6 +666,31 @@ impl TurnMachine {
 
     fn in_user_turn(&self) -> bool {
         matches!(self.state, TurnState::UserSpeaking | TurnState::UserPaused)
+    }
+
+    /// The turn's text so far: its finals and the latest interim.
+    fn partial(&self) -> String {
+        let interim = self.turn.interim.trim();
+        match (self.turn.finals.is_empty(), interim.is_empty()) {
+            (_, true) => self.turn.finals.clone(),
+            (true, false) => interim.to_owned(),
+            (false, false) => format!("{} {interim}", self.turn.finals),
+        }
+    }
+
+    /// Passes the speculator's decision on to the LLM stage.
+    fn offer(&mut self, offer: Option<Offer>) {
+        let epoch = self.epoch;
+        match offer {
+            Some(Offer::Start(text)) => {
+                self.actions.push_back(Action::Speculate { epoch, text });
+            }
+            Some(Offer::Withdraw) => {
+                self.actions
+                    .push_back(Action::WithdrawSpeculation { epoch });
+            }
+            None => {}
+        }
     }
 
     fn mark(&mut self, event: TurnEvent, at: Instant) {
@@ -757,9 +816,12 @@ impl TurnMachine {
         self.turn.stt_error = false;
         self.mark(TurnEvent::TurnEnd, now);
         if text.is_empty() {
+            let offer = self.speculator.resumed();
+            self.offer(offer);
             self.on_no_text(now, reason);
             return;
         }
+        self.speculator.reset();
         self.turn.finals = text.clone();
         self.turn.finals_pending = 0;
         self.counters.responses += 1;
@@ -905,6 +967,7 @@ impl TurnMachine {
     }
 
     fn start_user_turn(&mut self, speech_start: Instant) {
+        self.speculator.reset();
         self.epoch = self.epoch.next();
         self.counters.turns += 1;
         self.turn = UserTurn {
@@ -982,6 +1045,7 @@ impl TurnMachine {
         self.idle_deadline = None;
         self.call_deadline = None;
         self.says.clear();
+        self.speculator.reset();
     }
 }
 

@@ -1074,3 +1074,103 @@ fn a_false_interruption_resumes_the_interrupted_answer_at_its_empty_final() {
     );
     assert_eq!(d.m.counters().empty_turns, 1);
 }
+
+// ----- speculative start -----
+
+fn speculating(on_partial: bool, stable_ms: u64) -> TurnConfig {
+    TurnConfig {
+        speculation: Some(crate::turn::SpeculationConfig {
+            on_partial,
+            partial_stable: ms(stable_ms),
+        }),
+        ..TurnConfig::default()
+    }
+}
+
+fn speculations(actions: &[Action]) -> Vec<String> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Speculate { text, .. } => Some(text.clone()),
+            Action::WithdrawSpeculation { .. } => Some("<withdrawn>".into()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn speculation_offers_the_partial_at_the_stop_then_the_turn_ends_with_the_same_words() {
+    let mut d = Driver::new(speculating(true, 0));
+    d.speech(0, 64);
+    d.m.handle_interim(d.at(500), "book a table");
+    let at_stop = d.stop(900, 1000);
+    assert_eq!(speculations(&at_stop), ["book a table"]);
+    let epoch = d.m.epoch();
+    assert!(at_stop.contains(&Action::Speculate {
+        epoch,
+        text: "book a table".into()
+    }));
+    let at_final = d.final_(1150, "Book a table.");
+    assert!(
+        speculations(&at_final).is_empty(),
+        "same words: not offered again"
+    );
+    let end = d.verdict(1200, COMPLETE);
+    assert_eq!(responses(&end), [(epoch, "Book a table.".to_owned())]);
+}
+
+#[test]
+fn speculation_is_withdrawn_when_the_caller_goes_on() {
+    let mut d = Driver::new(speculating(true, 0));
+    d.speech(0, 64);
+    d.m.handle_interim(d.at(500), "book a table");
+    d.stop(900, 1000);
+    let resumed = d.speech(1100, 1164);
+    assert_eq!(speculations(&resumed), ["<withdrawn>"]);
+    d.m.handle_interim(d.at(1500), "book a table for two");
+    let again = d.stop(1900, 2000);
+    assert_eq!(
+        speculations(&again),
+        ["book a table for two"],
+        "offered anew at the next stop"
+    );
+}
+
+#[test]
+fn speculation_off_offers_nothing() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.speech(0, 64);
+    d.m.handle_interim(d.at(500), "book a table");
+    let mut out = d.stop(900, 1000);
+    out.extend(d.final_(1150, "book a table"));
+    out.extend(d.speech(1300, 1364));
+    assert!(speculations(&out).is_empty());
+}
+
+#[test]
+fn speculation_on_the_final_only_waits_for_the_final() {
+    let mut d = Driver::new(speculating(false, 0));
+    d.speech(0, 64);
+    d.m.handle_interim(d.at(500), "book a");
+    assert!(speculations(&d.stop(900, 1000)).is_empty());
+    assert_eq!(
+        speculations(&d.final_(1150, "book a table")),
+        ["book a table"]
+    );
+}
+
+#[test]
+fn a_gated_partial_is_offered_when_it_held_still() {
+    let mut d = Driver::new(speculating(true, 200));
+    d.speech(0, 64);
+    d.m.handle_interim(d.at(500), "book a");
+    assert!(speculations(&d.stop(900, 1000)).is_empty());
+    d.advance_to(1100);
+    d.m.handle_interim(d.at(1100), "book a table");
+    assert!(
+        speculations(&d.drain()).is_empty(),
+        "changed: the wait restarts"
+    );
+    assert!(speculations(&d.advance_to(1299)).is_empty());
+    assert_eq!(speculations(&d.advance_to(1300)), ["book a table"]);
+}

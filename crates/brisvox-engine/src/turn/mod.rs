@@ -4,6 +4,7 @@
 pub mod config;
 pub(crate) mod interruption;
 pub mod machine;
+pub mod speculation;
 pub mod words;
 
 pub use config::{
@@ -14,3 +15,4 @@ pub use machine::{
     Action, EndReason, NoTextReason, SpeakKind, StopId, TurnCounters, TurnMachine, TurnState,
     Verdict,
 };
+pub use speculation::{SpeculationConfig, same_turn_text};

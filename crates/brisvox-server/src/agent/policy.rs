@@ -76,6 +76,8 @@ pub struct TurnSettings {
     pub shortcut: ShortcutSettings,
     /// `[turn.early_analysis]`: Smart Turn at the VAD's first fall.
     pub early_analysis: EarlyAnalysisSettings,
+    /// `[turn.speculation]`: the LLM started before the turn ends.
+    pub speculation: SpeculationSettings,
 }
 
 /// What the local demo says when it heard speech but no words.
@@ -95,6 +97,7 @@ impl Default for TurnSettings {
             not_heard_min_speech_ms: 500,
             shortcut: ShortcutSettings::default(),
             early_analysis: EarlyAnalysisSettings::default(),
+            speculation: SpeculationSettings::default(),
         }
     }
 }
@@ -201,6 +204,33 @@ impl EarlyAnalysisSettings {
     }
 }
 
+/// `[turn.speculation]`: start the LLM for a candidate text of the turn
+/// before the turn ends (at the VAD stop from the partial, or at the STT
+/// final), commit its answer when the turn ends with the same words, cancel
+/// it otherwise. Off by default: a run that is not committed is a request paid
+/// for nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SpeculationSettings {
+    /// Whether runs start before the turn ends.
+    pub enabled: bool,
+    /// Whether the partial at the VAD stop is a candidate (else only the final).
+    pub on_partial: bool,
+    /// How long the partial must stay unchanged after the stop before its
+    /// run starts, ms; 0 starts it at once.
+    pub partial_stable_ms: u32,
+}
+
+impl Default for SpeculationSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            on_partial: true,
+            partial_stable_ms: 0,
+        }
+    }
+}
+
 impl TurnSettings {
     pub(super) fn check(&mut self) -> Result<(), AgentError> {
         match self.policy {
@@ -235,6 +265,12 @@ impl TurnSettings {
         )?;
         self.shortcut.check()?;
         self.early_analysis.check()?;
+        range(
+            "turn.speculation.partial_stable_ms",
+            self.speculation.partial_stable_ms,
+            0,
+            5000,
+        )?;
         range("turn.final_timeout_ms", self.final_timeout_ms, 0, 10_000)
     }
 }
