@@ -99,6 +99,30 @@ pub const REFUSAL_REASONS: [&str; 4] = [
     "server_draining",
 ];
 
+/// Every `event` label of `brisvox_turn_events_total`: what the calls' turn
+/// machines counted (pre-set to 0).
+pub const TURN_EVENTS: [&str; 13] = [
+    "turn",
+    "response",
+    "empty_turn",
+    "taken_back",
+    "barge_in",
+    "short_speech_ignored",
+    "backchannel_ignored",
+    "false_interruption_resumed",
+    "verdict_failed",
+    "verdict_fallback",
+    "incomplete_timeout",
+    "shortened_fallback",
+    "final_timeout",
+];
+
+/// Every `result` label of `brisvox_early_analyses_total` (pre-set to 0).
+pub const EARLY_RESULTS: [&str; 4] = ["started", "reused", "wasted", "failed"];
+
+/// Every `result` label of `brisvox_speculation_runs_total` (pre-set to 0).
+pub const SPECULATION_RESULTS: [&str; 4] = ["started", "committed", "discarded", "withdrawn"];
+
 /// The server's metrics.
 #[derive(Debug, Clone)]
 pub struct ServerMetrics {
@@ -128,6 +152,17 @@ pub struct ServerMetrics {
     llm_requests_total: IntCounter,
     /// LLM tokens as the provider reported them, by `kind` (`input`, `output`).
     llm_tokens_total: IntCounterVec,
+    /// The turn machines' counts, by `event` ([`TURN_EVENTS`]), at each call's end.
+    turn_events_total: IntCounterVec,
+    /// Early Smart Turn analyses by `result` ([`EARLY_RESULTS`]), at each call's end.
+    early_analyses_total: IntCounterVec,
+    /// Speculative LLM runs by `result` ([`SPECULATION_RESULTS`]), at each call's end.
+    speculation_runs_total: IntCounterVec,
+    /// Tokens of speculative runs that were not used, by `kind` (`output`;
+    /// `input`: as the provider reported it).
+    speculation_wasted_tokens_total: IntCounterVec,
+    /// TTS chunks spoken as written (their normalisation failed or timed out).
+    normalize_failures_total: IntCounter,
     /// Always 1, labelled with the build's version.
     build_info: IntGaugeVec,
     /// The model services read at each scrape.
@@ -186,6 +221,30 @@ impl ServerMetrics {
                 "LLM tokens as the provider reported them, by kind (input, output).",
                 &["kind"],
             ),
+            turn_events_total: counter_vec(
+                "brisvox_turn_events_total",
+                "Turn-taking events the calls' turn machines counted, by event.",
+                &["event"],
+            ),
+            early_analyses_total: counter_vec(
+                "brisvox_early_analyses_total",
+                "Early Smart Turn analyses (at the VAD's falling hint) by result.",
+                &["result"],
+            ),
+            speculation_runs_total: counter_vec(
+                "brisvox_speculation_runs_total",
+                "Speculative LLM runs by result.",
+                &["result"],
+            ),
+            speculation_wasted_tokens_total: counter_vec(
+                "brisvox_speculation_wasted_tokens_total",
+                "Tokens of speculative LLM runs that were not used, by kind.",
+                &["kind"],
+            ),
+            normalize_failures_total: counter(
+                "brisvox_normalize_failures_total",
+                "TTS chunks spoken as written because their normalisation failed or timed out.",
+            ),
             build_info: IntGaugeVec::new(
                 Opts::new(
                     "brisvox_build_info",
@@ -223,6 +282,17 @@ impl ServerMetrics {
         }
         for kind in ["input", "output"] {
             self.llm_tokens_total.with_label_values(&[kind]);
+            self.speculation_wasted_tokens_total
+                .with_label_values(&[kind]);
+        }
+        for event in TURN_EVENTS {
+            self.turn_events_total.with_label_values(&[event]);
+        }
+        for result in EARLY_RESULTS {
+            self.early_analyses_total.with_label_values(&[result]);
+        }
+        for result in SPECULATION_RESULTS {
+            self.speculation_runs_total.with_label_values(&[result]);
         }
         self.build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
@@ -239,6 +309,11 @@ impl ServerMetrics {
             Box::new(self.llm_requests_total.clone()),
             Box::new(self.llm_tokens_total.clone()),
             Box::new(self.build_info.clone()),
+            Box::new(self.turn_events_total.clone()),
+            Box::new(self.early_analyses_total.clone()),
+            Box::new(self.speculation_runs_total.clone()),
+            Box::new(self.speculation_wasted_tokens_total.clone()),
+            Box::new(self.normalize_failures_total.clone()),
         ];
         collectors.extend(
             self.turn_seconds
@@ -274,8 +349,11 @@ impl ServerMetrics {
         }
     }
 
-    /// Adds a finished call's counters: underruns, provider errors, LLM usage.
+    /// Adds a finished call's counters: underruns, provider errors, LLM
+    /// usage, turn-taking events, early analyses, speculative runs and
+    /// normalisation failures.
     pub fn observe_call(&self, report: &CallReport) {
+        self.observe_call_turns(report);
         self.audio_underruns_total.inc_by(report.pacer.underruns);
         for failure in &report.provider_failures {
             self.provider_errors_total
@@ -290,6 +368,84 @@ impl ServerMetrics {
         tokens
             .with_label_values(&["output"])
             .inc_by(report.llm_usage.output_tokens);
+    }
+
+    /// The turn-taking part of [`observe_call`](Self::observe_call).
+    fn observe_call_turns(&self, report: &CallReport) {
+        let t = &report.turn_counters;
+        let turn_events = [
+            t.turns,
+            t.responses,
+            t.empty_turns,
+            t.taken_back,
+            t.barge_ins,
+            t.short_speech_ignored,
+            t.backchannels_ignored,
+            t.false_interruptions_resumed,
+            t.verdicts_failed,
+            t.verdict_fallbacks,
+            t.incomplete_timeouts,
+            t.shortened_fallbacks,
+            t.final_timeouts,
+        ];
+        add(&self.turn_events_total, &TURN_EVENTS, &turn_events);
+        let e = &report.early_analysis;
+        let early = [e.started, e.reused, e.wasted, e.failed];
+        add(&self.early_analyses_total, &EARLY_RESULTS, &early);
+        let s = &report.speculation;
+        let runs = [s.started, s.committed, s.discarded, s.withdrawn];
+        add(&self.speculation_runs_total, &SPECULATION_RESULTS, &runs);
+        let wasted = [s.wasted_output_tokens, s.wasted_input_tokens];
+        add(
+            &self.speculation_wasted_tokens_total,
+            &["output", "input"],
+            &wasted,
+        );
+        self.normalize_failures_total
+            .inc_by(report.normalize_failures);
+    }
+
+    /// The turn-taking counters of [`observe_call`](Self::observe_call) as
+    /// `name{label="value"}` and their values, in a fixed order (for reports).
+    pub fn call_counter_values(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        let families: [(&str, &IntCounterVec, &str, &[&str]); 4] = [
+            (
+                "brisvox_turn_events_total",
+                &self.turn_events_total,
+                "event",
+                &TURN_EVENTS,
+            ),
+            (
+                "brisvox_early_analyses_total",
+                &self.early_analyses_total,
+                "result",
+                &EARLY_RESULTS,
+            ),
+            (
+                "brisvox_speculation_runs_total",
+                &self.speculation_runs_total,
+                "result",
+                &SPECULATION_RESULTS,
+            ),
+            (
+                "brisvox_speculation_wasted_tokens_total",
+                &self.speculation_wasted_tokens_total,
+                "kind",
+                &["output", "input"],
+            ),
+        ];
+        for (name, family, label, values) in families {
+            for value in values {
+                let n = family.with_label_values(&[value]).get();
+                out.push((format!("{name}{{{label}=\"{value}\"}}"), n));
+            }
+        }
+        out.push((
+            "brisvox_normalize_failures_total".to_owned(),
+            self.normalize_failures_total.get(),
+        ));
+        out
     }
 
     /// The Prometheus text exposition of every metric.
@@ -364,6 +520,13 @@ impl Default for ServerMetrics {
     }
 }
 
+/// Adds `values[i]` to the series `labels[i]` of `family`.
+fn add(family: &IntCounterVec, labels: &[&str], values: &[u64]) {
+    for (label, value) in labels.iter().zip(values) {
+        family.with_label_values(&[label]).inc_by(*value);
+    }
+}
+
 fn counter(name: &str, help: &str) -> IntCounter {
     IntCounter::new(name, help).unwrap_or_else(bug)
 }
@@ -407,6 +570,11 @@ mod tests {
             "brisvox_provider_errors_total{kind=\"timeout\",stage=\"tts\"} 0",
             "brisvox_llm_tokens_total{kind=\"output\"} 0",
             "brisvox_calls_refused_total{reason=\"pool_pressure\"} 0",
+            "brisvox_turn_events_total{event=\"backchannel_ignored\"} 0",
+            "brisvox_early_analyses_total{result=\"reused\"} 0",
+            "brisvox_speculation_runs_total{result=\"committed\"} 0",
+            "brisvox_speculation_wasted_tokens_total{kind=\"input\"} 0",
+            "brisvox_normalize_failures_total 0",
         ] {
             assert!(text.contains(name), "{name} missing in\n{text}");
         }
