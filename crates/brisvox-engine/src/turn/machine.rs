@@ -294,6 +294,8 @@ struct UserTurn {
     interim: String,
     /// The answer this turn interrupted (a barge-in opened it).
     interrupted: Option<Epoch>,
+    /// The turn's speech began over the bot's answer, which then ended.
+    over_bot: bool,
 }
 
 /// The turn machine of one call.
@@ -539,6 +541,7 @@ impl TurnMachine {
             // The caller started talking before the bot finished and is still talking.
             self.start_user_turn(pending.speech_start);
             self.turn.finals = pending.finals.clone();
+            self.turn.over_bot = true;
         } else if let Some(pending) = pending {
             let kind = pending
                 .ignored(now, &self.config.barge_in, &self.backchannels)
@@ -666,6 +669,15 @@ impl TurnMachine {
 
     fn in_user_turn(&self) -> bool {
         matches!(self.state, TurnState::UserSpeaking | TurnState::UserPaused)
+    }
+
+    /// Whether `text` ends a turn that began over the bot and holds nothing
+    /// but backchannels (with a backchannel list configured).
+    fn only_backchannels_over_bot(&self, text: &str) -> bool {
+        self.turn.over_bot
+            && !self.backchannels.is_empty()
+            && !text.trim().is_empty()
+            && self.backchannels.count_others(text) == 0
     }
 
     /// The turn's text so far: its finals and the latest interim.
@@ -815,6 +827,15 @@ impl TurnMachine {
         self.turn.final_given_up = false;
         self.turn.stt_error = false;
         self.mark(TurnEvent::TurnEnd, now);
+        if self.only_backchannels_over_bot(&text) {
+            // "Mm-hmm" that began over the answer and outlasted it: still not a turn.
+            let offer = self.speculator.resumed();
+            self.offer(offer);
+            self.counters.backchannels_ignored += 1;
+            self.state = TurnState::Listening;
+            self.arm_idle(now);
+            return;
+        }
         if text.is_empty() {
             let offer = self.speculator.resumed();
             self.offer(offer);

@@ -393,6 +393,28 @@ fn bot_speaking(config: TurnConfig) -> Driver {
     d
 }
 
+#[test]
+fn a_backchannel_that_outlasts_the_answer_is_not_answered() {
+    let mut d = bot_speaking(with_words());
+    d.speech(3000, 3064);
+    // The answer ends while the caller is still saying it.
+    d.m.handle_response_finished(d.at(3200), Epoch(1));
+    let mut out = d.drain();
+    out.extend(d.stop(3500, 3600));
+    out.extend(d.verdict(3625, COMPLETE));
+    out.extend(d.final_(3750, "Okay."));
+    out.extend(d.advance_to(8000));
+    assert!(responses(&out).is_empty(), "{out:?}");
+    assert_eq!(d.m.state(), TurnState::Listening);
+    assert_eq!(d.m.counters().backchannels_ignored, 1);
+    // The same word from a caller who spoke after the bot is an answer.
+    d.user_turn(9000, 9400, "Okay.");
+    assert_eq!(
+        responses(&d.log).last().map(|r| r.1.as_str()),
+        Some("Okay.")
+    );
+}
+
 fn interrupts(actions: &[Action]) -> usize {
     actions
         .iter()
