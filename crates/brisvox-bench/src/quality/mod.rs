@@ -156,11 +156,17 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
         }
         out
     });
+    // The calls have ended: their counters are in the server's metrics.
+    let counters = server
+        .as_ref()
+        .map(|s| s.metrics.call_counter_values())
+        .unwrap_or_default();
     if let Some(s) = server {
         s.stop();
     }
     let totals = Totals::of(&results);
-    let md = markdown(&a, &header, &totals, &results);
+    let mut md = markdown(&a, &header, &totals, &results);
+    md.push_str(&counters_markdown(&counters, totals.answered));
     let json = serde_json::json!({
         "schema": "brisvox-bench/quality/1",
         "header": header,
@@ -169,9 +175,41 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
         "agent": a.sim.then(|| a.agent.display().to_string()),
         "runs": a.runs,
         "totals": totals,
+        "server_counters": counters.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "calls": results,
     });
     write_outputs(a.out.as_deref(), &md, &json)
+}
+
+/// The server's own counts of the run (`--sim` only): turn-taking events and
+/// speculative runs, with the speculation hit rates.
+fn counters_markdown(counters: &[(String, u64)], answered: usize) -> String {
+    if counters.is_empty() {
+        return String::new();
+    }
+    let mut md = String::from(
+        "\n## Server counters (the engine's own counts, from its /metrics)\n\n| counter | value |\n|---|---|\n",
+    );
+    for (name, value) in counters {
+        md.push_str(&format!("| `{name}` | {value} |\n"));
+    }
+    let get = |name: &str| {
+        counters
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, v)| *v)
+    };
+    let started = get("brisvox_speculation_runs_total{result=\"started\"}");
+    if started > 0 {
+        let committed = get("brisvox_speculation_runs_total{result=\"committed\"}");
+        md.push_str(&format!(
+            "\nSpeculation: {committed} of {answered} answered turns committed a run ({:.0} %); {committed} of {started} runs committed ({:.0} %), {} extra requests per answered turn.\n",
+            100.0 * committed as f64 / answered.max(1) as f64,
+            100.0 * committed as f64 / started as f64,
+            format_args!("{:.2}", (started - committed) as f64 / answered.max(1) as f64),
+        ));
+    }
+    md
 }
 
 fn result_of(call: &CallSettings, p: &Played, run: usize, rec: CallRecord) -> CallResult {

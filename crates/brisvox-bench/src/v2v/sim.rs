@@ -147,6 +147,8 @@ pub(crate) struct SimServer {
     server: RunningServer,
     /// What the report states.
     pub(crate) info: SimInfo,
+    /// The server's metrics (the calls' counters, read after a run).
+    pub(crate) metrics: ServerMetrics,
 }
 
 impl SimServer {
@@ -186,12 +188,13 @@ impl SimServer {
             floor,
             server_workers: server_workers.max(1),
         };
+        let metrics = ServerMetrics::new();
         let config = ServerConfig {
             agent: Arc::new(agent),
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             handler: Arc::new(handler),
             pressure,
-            metrics: ServerMetrics::new(),
+            metrics: metrics.clone(),
             telemetry: None,
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -207,6 +210,7 @@ impl SimServer {
             runtime,
             server,
             info,
+            metrics,
         })
     }
 
