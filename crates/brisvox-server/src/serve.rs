@@ -235,38 +235,76 @@ pub enum StopSignal {
     Interrupt,
 }
 
-/// Resolves on SIGTERM or ctrl-c, saying which.
-pub async fn shutdown_signal() -> StopSignal {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::warn!(error = %e, "cannot listen for ctrl-c");
-            std::future::pending::<()>().await;
-        }
-    };
+/// The stop signals, listened for from the moment they are installed: a
+/// signal that arrives after [`StopSignals::install`] is never the default
+/// action (which would kill the process without a drain), even while the
+/// server is still starting.
+#[derive(Debug)]
+pub struct StopSignals {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
+    term: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    /// Installs the handlers for SIGTERM and ctrl-c (SIGINT). Call it inside
+    /// the runtime, before the server starts listening.
+    pub fn install() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let listen = |kind: SignalKind, name: &str| match signal(kind) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for {name}");
+                    None
+                }
+            };
+            StopSignals {
+                term: listen(SignalKind::terminate(), "SIGTERM"),
+                int: listen(SignalKind::interrupt(), "ctrl-c"),
             }
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {
+        #[cfg(not(unix))]
+        StopSignals {}
+    }
+
+    /// Resolves on the next SIGTERM or ctrl-c, saying which.
+    pub async fn next(&mut self) -> StopSignal {
+        #[cfg(unix)]
+        {
+            async fn recv(s: &mut Option<tokio::signal::unix::Signal>) {
+                match s {
+                    Some(s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            tokio::select! {
+                () = recv(&mut self.int) => {
+                    tracing::info!("ctrl-c");
+                    StopSignal::Interrupt
+                }
+                () = recv(&mut self.term) => {
+                    tracing::info!("SIGTERM");
+                    StopSignal::Terminate
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
             tracing::info!("ctrl-c");
             StopSignal::Interrupt
         }
-        () = term => {
-            tracing::info!("SIGTERM");
-            StopSignal::Terminate
-        }
     }
+}
+
+/// Resolves on SIGTERM or ctrl-c, saying which (listening from this call on).
+pub async fn shutdown_signal() -> StopSignal {
+    StopSignals::install().next().await
 }
 
 /// What `brisvox serve` tells the person who started it once it listens: the
@@ -309,10 +347,12 @@ pub async fn serve_until_signal(config: ServerConfig) -> std::io::Result<DrainRe
         Err(e) => tracing::warn!(error = %e, "cannot raise RLIMIT_NOFILE"),
     }
     let agent = Arc::clone(&config.agent);
+    // Before listening: a SIGTERM right after "listening" must drain, not kill.
+    let mut signals = StopSignals::install();
     let server = start(config).await?;
     // For the person who started it (scripts/run.sh): where to go, what runs.
     println!("{}", ready_banner(server.local_addr(), &agent));
-    let signal = shutdown_signal().await;
+    let signal = signals.next().await;
     let admit_s = match signal {
         StopSignal::Terminate => agent.server.drain_admit_s,
         StopSignal::Interrupt => 0,
@@ -321,8 +361,8 @@ pub async fn serve_until_signal(config: ServerConfig) -> std::io::Result<DrainRe
         admit_for: Duration::from_secs(u64::from(admit_s)),
         grace: Duration::from_secs(u64::from(agent.drain_grace_s())),
     };
-    let second = async {
-        shutdown_signal().await;
+    let second = async move {
+        signals.next().await;
     };
     Ok(server.drain_with(plan, second).await)
 }
