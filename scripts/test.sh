@@ -3,12 +3,13 @@
 #
 # Installs the Debian packages the tests need (espeak-ng; chromium, nodejs,
 # npm for the browser test) and fetches the models (Whisper tiny.en included,
-# for the local STT's real-model tests) and playwright-core if they are
-# missing (all idempotent), then checks formatting, module import cycles
-# (scripts/check-module-cycles.py, under a second), lints, runs every test
-# of the workspace (the fuzz corpus replay among them), the browser test of the
-# demo page (tests/browser/), the short soak (scripts/soak.sh --check) and the
-# validation of the deployment files (scripts/validate-deploy.sh).
+# for the local STT's real-model tests), playwright-core and the Python SDK's
+# pinned test packages if they are missing (all idempotent), then checks
+# formatting, module import cycles (scripts/check-module-cycles.py, under a
+# second), lints, runs every test of the workspace (the fuzz corpus replay
+# among them), the Python SDK's tests (sdk/python/tests), the browser test of
+# the demo page (tests/browser/), the short soak (scripts/soak.sh --check) and
+# the validation of the deployment files (scripts/validate-deploy.sh).
 # Tests that need the models fail (rather than skip) when CI is set and the
 # models are missing.
 #
@@ -53,6 +54,8 @@ phase setup
 logged scripts/setup-system.sh
 logged scripts/fetch-models.sh --whisper
 logged tests/browser/setup.sh
+# The Python SDK's test dependencies, pinned (websockets, pytest, jsonschema).
+logged python3 -m pip install --quiet --disable-pip-version-check -r sdk/python/requirements-test.txt
 
 phase fmt
 logged cargo fmt --all --check
@@ -67,6 +70,10 @@ logged cargo clippy --workspace --all-targets --locked -- -D warnings
 phase test
 # --no-fail-fast: a refused submission lists every failing test, not the first.
 logged cargo test --workspace --locked --no-fail-fast
+
+phase python
+# The Python SDK (sdk/python): protocol doc and schema, the agent server.
+logged python3 -m pytest -q sdk/python/tests
 
 phase browser
 # The brisvox binary cargo test has just built (its integration tests run it):
