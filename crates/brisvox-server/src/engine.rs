@@ -41,6 +41,8 @@ pub struct EngineCallHandler {
     models: Models,
     vad_service: Option<VadService>,
     mock: bool,
+    /// The agent file's `[[tools]]`, one executor per call.
+    webhooks: Option<crate::webhook::WebhookTools>,
     /// Consumers added to every call's events (tests, later the agent link).
     observers: Vec<Arc<dyn EventObserver>>,
 }
@@ -79,6 +81,7 @@ impl EngineCallHandler {
             models: Models { vad, verdict },
             vad_service,
             mock: agent.uses_mock(),
+            webhooks: crate::webhook::WebhookTools::new(&agent.tools),
             observers: Vec::new(),
         })
     }
@@ -129,7 +132,11 @@ impl CallHandler for EngineCallHandler {
         for observer in &self.observers {
             edge.events.observe(Arc::clone(observer));
         }
-        let providers = self.providers.clone();
+        let mut providers = self.providers.clone();
+        if let Some(webhooks) = &self.webhooks {
+            let tools = webhooks.for_call(&start.call_id, start.metadata.clone());
+            providers.tools = Some(Arc::new(tools));
+        }
         let models = self.models.clone();
         let call_id = start.call_id;
         Box::pin(async move {
@@ -159,6 +166,7 @@ pub fn engine_config(agent: &AgentSettings, output_rate_hz: u32) -> EngineConfig
         system_prompt: Arc::from(agent.prompt.as_str()),
         language: engine_language(agent.language),
         turn: turn_config(agent),
+        tools: tool_settings(agent),
         ..EngineConfig::default()
     };
     // The agent's language reaches the providers too: Cartesia's `language`,
@@ -182,6 +190,19 @@ pub fn engine_config(agent: &AgentSettings, output_rate_hz: u32) -> EngineConfig
         max_tail: Duration::from_millis(u64::from(early.max_tail_ms)),
     });
     config
+}
+
+/// `[tool_calls]` as the engine's tool settings.
+fn tool_settings(agent: &AgentSettings) -> brisvox_engine::ToolSettings {
+    let t = &agent.tool_calls;
+    brisvox_engine::ToolSettings {
+        max_rounds: t.max_rounds,
+        timeout: Duration::from_millis(u64::from(t.timeout_ms)),
+        filler: t.filler.clone().map(|text| brisvox_engine::ToolFiller {
+            after: Duration::from_millis(u64::from(t.filler_after_ms)),
+            text,
+        }),
+    }
 }
 
 fn engine_language(language: Language) -> brisvox_text::Language {
@@ -399,5 +420,72 @@ smart_turn_threads = 2
         config.validate().expect("valid");
         assert_eq!(config.output_rate_hz, 8_000);
         assert_eq!(config.vad.min_silence, Duration::from_millis(100));
+    }
+
+    /// The agent file's scripted tool calls: the mock calls the tool the
+    /// caller's words name, then answers with the result; other words get
+    /// the plain answer. `[tool_calls]` reaches the engine's settings.
+    #[tokio::test(start_paused = true)]
+    async fn the_mock_llm_calls_scripted_tools_and_answers_with_the_result() {
+        use brisvox_providers::{LlmEvent, LlmProvider, LlmRequest, Message, ToolCallAssembler};
+        let agent = AgentSettings::from_toml_str(
+            "[llm.mock]\ntool_result_answer = \"Found {result}\"\n\
+             tool_calls = [{ when_heard = \"Order\", tool = \"order_status\", arguments = '{\"order_id\":\"42\"}' }]\n\
+             [tool_calls]\nmax_rounds = 2\ntimeout_ms = 900\nfiller = \"One moment.\"\n",
+            &|_| None,
+        )
+        .expect("valid");
+        let tools = engine_config(&agent, 16_000).tools;
+        assert_eq!(
+            (tools.max_rounds, tools.timeout),
+            (2, Duration::from_millis(900))
+        );
+        assert_eq!(tools.filler.map(|f| f.text), Some("One moment.".to_owned()));
+        let llm = crate::providers::mock_llm(&agent.llm.mock);
+        let events = |messages: Vec<Message>| {
+            let mut stream = llm.stream(LlmRequest::new(messages));
+            async move {
+                let mut out = Vec::new();
+                while let Some(e) = stream.next().await {
+                    out.push(e);
+                }
+                out
+            }
+        };
+        let mut calls = ToolCallAssembler::default();
+        for e in events(vec![Message::user("where is my order")]).await {
+            calls.push(&e);
+        }
+        let calls = calls.finish();
+        assert_eq!(
+            (&*calls[0].name, &*calls[0].arguments),
+            ("order_status", r#"{"order_id":"42"}"#)
+        );
+        let after = events(vec![
+            Message::user("where is my order"),
+            Message::assistant_tool_calls(calls.clone()),
+            Message::tool_result(calls[0].id.clone(), "shipped"),
+        ])
+        .await;
+        let text: String = after
+            .iter()
+            .filter_map(|e| match e {
+                LlmEvent::TextDelta(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(text, "Found shipped");
+        let plain = events(vec![Message::user("hello")]).await;
+        assert!(
+            plain.contains(&LlmEvent::TextDelta("Okay, ".to_owned())),
+            "{plain:?}"
+        );
+        let bad = AgentSettings::from_toml_str(
+            "[llm.mock]\ntool_calls = [{ when_heard = \"x\", tool = \"t\", arguments = \"[1]\" }]\n",
+            &|_| None,
+        )
+        .expect_err("arguments must be an object")
+        .to_string();
+        assert!(bad.contains("llm.mock.tool_calls[0].arguments"), "{bad}");
     }
 }

@@ -60,6 +60,7 @@ pub mod setup_error;
 pub mod shedding;
 pub mod state;
 pub mod telemetry;
+pub mod webhook;
 
 mod call_log;
 mod call_recording;

@@ -104,16 +104,50 @@ pub(crate) fn build_stt(
     }
 }
 
+/// The mock LLM of `[llm.mock]`, with its scripted tool calls.
+pub(crate) fn mock_llm(s: &crate::agent::MockLlmSettings) -> MockLlm {
+    let llm = MockLlm::new(MockLlmConfig {
+        first_token: fixed_ms(s.first_token_ms),
+        token_interval: fixed_ms(s.token_interval_ms),
+        default_answer: s.answer.clone(),
+        ..MockLlmConfig::default()
+    });
+    if s.tool_calls.is_empty() {
+        return llm;
+    }
+    let (rules, answer, after_tool) = (
+        s.tool_calls.clone(),
+        s.answer.clone(),
+        s.tool_result_answer.clone(),
+    );
+    llm.set_answer_responder(move |request| {
+        use brisvox_providers::Role;
+        use brisvox_providers::mock::{MockAnswer, MockToolCall};
+        if let Some(last) = request.messages.last()
+            && last.role == Role::Tool
+        {
+            return MockAnswer::Text(after_tool.replace("{result}", &last.text));
+        }
+        let heard = request.last_user_text().unwrap_or("").to_lowercase();
+        match rules
+            .iter()
+            .find(|r| heard.contains(&r.when_heard.to_lowercase()))
+        {
+            Some(rule) => MockAnswer::ToolCalls {
+                text: String::new(),
+                calls: vec![MockToolCall::new(&rule.tool, &rule.arguments)],
+            },
+            None => MockAnswer::Text(answer.clone()),
+        }
+    });
+    llm
+}
+
 pub(crate) fn build_llm(
     agent: &AgentSettings,
 ) -> Result<Arc<dyn brisvox_providers::LlmProvider>, EngineSetupError> {
     match agent.llm.provider {
-        LlmProvider::Mock => Ok(Arc::new(MockLlm::new(MockLlmConfig {
-            first_token: fixed_ms(agent.llm.mock.first_token_ms),
-            token_interval: fixed_ms(agent.llm.mock.token_interval_ms),
-            default_answer: agent.llm.mock.answer.clone(),
-            ..MockLlmConfig::default()
-        }))),
+        LlmProvider::Mock => Ok(Arc::new(mock_llm(&agent.llm.mock))),
         LlmProvider::OpenaiCompatible => {
             let section = "llm.openai_compatible";
             let s = agent

@@ -16,6 +16,7 @@ mod recording;
 mod runtime;
 mod server;
 mod telephony;
+mod tools;
 
 pub use policy::{
     DEFAULT_INCOMPLETE_TIMEOUT_MS, DEFAULT_SHED_WAIT_MS, DEFAULT_SILENCE_MS, EarlyAnalysisSettings,
@@ -24,7 +25,7 @@ pub use policy::{
 };
 pub use providers::{
     DeepgramSttSettings, EnvLookup, LlmProvider, LlmSection, LocalLlmSettings, LocalModelSettings,
-    LocalTtsSettings, LocalVoice, MockLlmSettings, MockSttSettings, MockTtsSettings,
+    LocalTtsSettings, LocalVoice, MockLlmSettings, MockSttSettings, MockToolRule, MockTtsSettings,
     OpenAiCompatibleSettings, OpenAiTranscribeSettings, REASONING_EFFORTS, SttProvider, SttSection,
     TtsProvider, TtsSection, VendorTtsSettings,
 };
@@ -40,6 +41,10 @@ pub use server::{
 pub use telephony::{
     ExotelSettings, PlivoSettings, TelephonySettings, TelnyxSettings, TwilioSettings,
     VONAGE_RATES_HZ, VonageSettings,
+};
+pub use tools::{
+    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_WEBHOOK_TIMEOUT_MS, ToolCallSettings, ToolSettings,
+    WebhookMethod, WebhookSettings,
 };
 
 use std::path::{Path, PathBuf};
@@ -177,6 +182,11 @@ pub struct AgentSettings {
     /// `[recording]` (absent: calls are not recorded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recording: Option<RecordingSettings>,
+    /// `[[tools]]`: webhook tools the model may call.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSettings>,
+    /// `[tool_calls]`: rounds, timeout and filler of tool calls.
+    pub tool_calls: ToolCallSettings,
 }
 
 impl Default for AgentSettings {
@@ -197,6 +207,8 @@ impl Default for AgentSettings {
             server: ServerSettings::default(),
             telephony: TelephonySettings::default(),
             recording: None,
+            tools: Vec::new(),
+            tool_calls: ToolCallSettings::default(),
         }
     }
 }
@@ -260,6 +272,8 @@ impl AgentSettings {
         self.limits.check()?;
         self.runtime.check()?;
         self.check_early_analysis()?;
+        tools::check_tools(&mut self.tools, env)?;
+        self.tool_calls.check()?;
         self.server.check(env)?;
         if let Some(r) = &self.recording {
             r.check()?;

@@ -264,6 +264,30 @@ pub struct MockLlmSettings {
     pub token_interval_ms: u32,
     /// What the mock answers every turn (one word per token).
     pub answer: String,
+    /// Scripted tool calls: the first rule whose `when_heard` the caller's
+    /// last words contain makes the mock call that tool (as a real model's
+    /// streamed tool call), for tests and demos of tools without a model.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<MockToolRule>,
+    /// The answer after a tool result; `{result}` is replaced by the result.
+    pub tool_result_answer: String,
+}
+
+/// One `[[llm.mock.tool_calls]]` rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MockToolRule {
+    /// Words the caller's last turn must contain (case-insensitive).
+    pub when_heard: String,
+    /// The tool to call.
+    pub tool: String,
+    /// Its arguments, a JSON object as text.
+    #[serde(default = "empty_json_object")]
+    pub arguments: String,
+}
+
+fn empty_json_object() -> String {
+    "{}".to_owned()
 }
 
 impl Default for MockLlmSettings {
@@ -272,7 +296,32 @@ impl Default for MockLlmSettings {
             first_token_ms: 350,
             token_interval_ms: 30,
             answer: "Okay, got it.".to_owned(),
+            tool_calls: Vec::new(),
+            tool_result_answer: "Here is what I found: {result}".to_owned(),
         }
+    }
+}
+
+impl MockLlmSettings {
+    fn check(&self) -> Result<(), AgentError> {
+        for (i, rule) in self.tool_calls.iter().enumerate() {
+            let parsed = serde_json::from_str::<serde_json::Value>(&rule.arguments);
+            if !parsed.is_ok_and(|v| v.is_object()) {
+                return Err(AgentError::InvalidValue {
+                    key: format!("llm.mock.tool_calls[{i}].arguments"),
+                    value: rule.arguments.clone(),
+                    allowed: "a JSON object".to_owned(),
+                });
+            }
+            if rule.when_heard.trim().is_empty() {
+                return Err(AgentError::InvalidValue {
+                    key: format!("llm.mock.tool_calls[{i}].when_heard"),
+                    value: "\"\"".to_owned(),
+                    allowed: "a non-empty string".to_owned(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -363,6 +412,7 @@ pub struct LlmSection {
 
 impl LlmSection {
     pub(super) fn check(&mut self, env: EnvLookup<'_>) -> Result<(), AgentError> {
+        self.mock.check()?;
         if self.provider == LlmProvider::OpenaiCompatible {
             require(
                 &self.openai_compatible,
