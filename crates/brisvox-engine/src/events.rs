@@ -49,6 +49,12 @@ pub enum EngineEvent {
         /// The call's metadata now.
         metadata: Metadata,
     },
+    /// The voice activity detector confirmed the caller's speech (before any
+    /// transcript; whether it becomes a turn or a barge-in is decided later).
+    UserStartedSpeaking,
+    /// The caller's speech stopped (silence held for the VAD's minimum); the
+    /// turn may still continue if the caller resumes.
+    UserStoppedSpeaking,
     /// A transcript of the caller's speech.
     Transcript {
         /// The text.

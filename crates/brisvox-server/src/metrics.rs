@@ -10,14 +10,19 @@
 //!   engine's task, so a slow or broken socket cannot lose them): each turn's
 //!   latencies ([`EngineEvent::TurnMetrics`]) and, at the end of each call
 //!   ([`EngineEvent::CallEnded`]), output underruns, provider errors by stage
-//!   and kind, and LLM requests and tokens.
+//!   and kind, and LLM requests and tokens; each finished tool call
+//!   ([`EngineEvent::ToolCallFinished`]) by tool and outcome.
 //! - Read from the model services at each scrape ([`crate::model_metrics`]):
 //!   pool waits, run times and queue depths, VAD windows and batches, Smart
 //!   Turn results.
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 use brisvox_core::timeline::TurnRecord;
@@ -123,6 +128,16 @@ pub const EARLY_RESULTS: [&str; 4] = ["started", "reused", "wasted", "failed"];
 /// Every `result` label of `brisvox_speculation_runs_total` (pre-set to 0).
 pub const SPECULATION_RESULTS: [&str; 4] = ["started", "committed", "discarded", "withdrawn"];
 
+/// Distinct `tool` labels at most; the calls of further tools (a model that
+/// invents names) are counted under `other`.
+pub const MAX_TOOL_LABELS: usize = 64;
+
+/// Every `outcome` label of `brisvox_tool_calls_total`: a result; an error
+/// result (the tool failed, timed out or could not be reached: the model read
+/// an error); a result that came after the caller interrupted the turn
+/// (recorded, not spoken).
+pub const TOOL_OUTCOMES: [&str; 3] = ["ok", "error", "late"];
+
 /// The server's metrics.
 #[derive(Debug, Clone)]
 pub struct ServerMetrics {
@@ -165,6 +180,12 @@ pub struct ServerMetrics {
     normalize_failures_total: IntCounter,
     /// Always 1, labelled with the build's version.
     build_info: IntGaugeVec,
+    /// Tool call latency (handed to its executor to its outcome), by `tool`.
+    tool_call_seconds: HistogramVec,
+    /// Finished tool calls by `tool` and `outcome` ([`TOOL_OUTCOMES`]).
+    tool_calls_total: IntCounterVec,
+    /// The tool labels in use (at most [`MAX_TOOL_LABELS`]).
+    tool_labels: Arc<Mutex<HashSet<String>>>,
     /// The model services read at each scrape.
     models: ModelStatsSource,
 }
@@ -258,6 +279,21 @@ impl ServerMetrics {
                 "Call recordings by result.",
                 &["result"],
             ),
+            tool_call_seconds: HistogramVec::new(
+                HistogramOpts::new(
+                    "brisvox_tool_call_seconds",
+                    "Tool call latency, from the call handed to its executor to its outcome, by tool.",
+                )
+                .buckets(TURN_SECONDS_BUCKETS.to_vec()),
+                &["tool"],
+            )
+            .unwrap_or_else(bug),
+            tool_calls_total: counter_vec(
+                "brisvox_tool_calls_total",
+                "Finished tool calls by tool and outcome (ok, error, late).",
+                &["tool", "outcome"],
+            ),
+            tool_labels: Arc::default(),
             models: ModelStatsSource::default(),
         };
         m.register_all();
@@ -314,6 +350,8 @@ impl ServerMetrics {
             Box::new(self.speculation_runs_total.clone()),
             Box::new(self.speculation_wasted_tokens_total.clone()),
             Box::new(self.normalize_failures_total.clone()),
+            Box::new(self.tool_call_seconds.clone()),
+            Box::new(self.tool_calls_total.clone()),
         ];
         collectors.extend(
             self.turn_seconds
@@ -448,6 +486,41 @@ impl ServerMetrics {
         out
     }
 
+    /// Records one finished tool call.
+    pub fn observe_tool_call(&self, name: &str, is_error: bool, late: bool, took: Duration) {
+        let outcome = match (late, is_error) {
+            (true, _) => TOOL_OUTCOMES[2],
+            (false, true) => TOOL_OUTCOMES[1],
+            (false, false) => TOOL_OUTCOMES[0],
+        };
+        let tool = self.tool_label(name);
+        self.tool_call_seconds
+            .with_label_values(&[tool])
+            .observe(took.as_secs_f64());
+        self.tool_calls_total
+            .with_label_values(&[tool, outcome])
+            .inc();
+    }
+
+    /// `name`, or `other` once [`MAX_TOOL_LABELS`] other names are in use.
+    fn tool_label<'a>(&self, name: &'a str) -> &'a str {
+        let mut labels = self
+            .tool_labels
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if labels.contains(name) {
+            return name;
+        }
+        if labels.len() >= MAX_TOOL_LABELS {
+            return "other";
+        }
+        labels.insert(name.to_owned());
+        for outcome in TOOL_OUTCOMES {
+            self.tool_calls_total.with_label_values(&[name, outcome]);
+        }
+        name
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         let mut buf = Vec::new();
@@ -480,12 +553,20 @@ fn render_provider_retries(out: &mut String) {
 
 impl EventObserver for ServerMetrics {
     /// Records each turn's latencies from the engine's [`EngineEvent::TurnMetrics`]
-    /// (once per caller's turn) and each call's counters from
-    /// [`EngineEvent::CallEnded`].
+    /// (once per caller's turn), each call's counters from
+    /// [`EngineEvent::CallEnded`] and each tool call from
+    /// [`EngineEvent::ToolCallFinished`].
     fn observe(&self, event: &EngineEvent) {
         match event {
             EngineEvent::TurnMetrics { record } => self.observe_turn(record),
             EngineEvent::CallEnded { report } => self.observe_call(report),
+            EngineEvent::ToolCallFinished {
+                name,
+                is_error,
+                latency,
+                late,
+                ..
+            } => self.observe_tool_call(name, *is_error, *late, *latency),
             _ => {}
         }
     }
@@ -633,6 +714,41 @@ mod tests {
         );
         assert!(
             text.contains("brisvox_turn_tts_ttfb_seconds_count 0"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn each_finished_tool_call_counts_by_tool_and_outcome_in_seconds() {
+        let m = ServerMetrics::new();
+        let finished = |name: &str, is_error, late, ms| EngineEvent::ToolCallFinished {
+            epoch: brisvox_core::Epoch(1),
+            call_id: "call_1".to_owned(),
+            name: name.to_owned(),
+            is_error,
+            latency: Duration::from_millis(ms),
+            late,
+        };
+        m.observe(&finished("order_status", false, false, 40));
+        m.observe(&finished("order_status", true, false, 900));
+        m.observe(&finished("opening_hours", false, true, 2_500));
+        let text = m.render();
+        for want in [
+            "brisvox_tool_call_seconds_bucket{tool=\"order_status\",le=\"0.05\"} 1",
+            "brisvox_tool_call_seconds_count{tool=\"order_status\"} 2",
+            "brisvox_tool_calls_total{outcome=\"ok\",tool=\"order_status\"} 1",
+            "brisvox_tool_calls_total{outcome=\"error\",tool=\"order_status\"} 1",
+            "brisvox_tool_calls_total{outcome=\"late\",tool=\"opening_hours\"} 1",
+            "brisvox_tool_calls_total{outcome=\"error\",tool=\"opening_hours\"} 0",
+        ] {
+            assert!(text.contains(want), "{want} missing in\n{text}");
+        }
+        for i in 0..MAX_TOOL_LABELS + 5 {
+            m.observe(&finished(&format!("invented_{i}"), true, false, 1));
+        }
+        let text = m.render();
+        assert!(
+            text.contains("brisvox_tool_calls_total{outcome=\"error\",tool=\"other\"} 7"),
             "{text}"
         );
     }

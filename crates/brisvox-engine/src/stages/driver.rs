@@ -225,6 +225,7 @@ impl TurnDriver {
                     early.discard();
                 }
                 m.handle_speech_start(decided, at);
+                self.events.emit(EngineEvent::UserStartedSpeaking);
             }
             DriverInput::SpeechEnd {
                 speech_end,
@@ -232,6 +233,7 @@ impl TurnDriver {
             } => {
                 self.last_stop = Some(speech_end);
                 m.handle_speech_end(decided, speech_end);
+                self.events.emit(EngineEvent::UserStoppedSpeaking);
             }
             DriverInput::Interim { text, at } => {
                 m.handle_interim(at, &text);
