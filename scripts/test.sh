@@ -72,8 +72,10 @@ phase test
 logged cargo test --workspace --locked --no-fail-fast
 
 phase python
-# The Python SDK (sdk/python): protocol doc and schema, the agent server.
-logged python3 -m pytest -q sdk/python/tests
+# The Python SDK (sdk/python): protocol doc and schema, the agent server,
+# and the example agents (examples/agents) against the brisvox binary cargo
+# test has just built (about 15 s).
+BRISVOX_BIN="${CARGO_TARGET_DIR:-target}/debug/brisvox" logged python3 -m pytest -q sdk/python/tests
 
 phase browser
 # The brisvox binary cargo test has just built (its integration tests run it):

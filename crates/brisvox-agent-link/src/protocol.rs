@@ -80,13 +80,14 @@ pub enum Event {
         /// The turn.
         turn: u64,
     },
-    /// The caller talked over the bot.
+    /// The bot's answer was cut (the caller talked over it, or an
+    /// interrupting `say`).
     #[serde(rename = "bot.interrupted")]
     BotInterrupted {
         /// The interrupted turn.
         turn: u64,
-        /// The text of the chunks whose audio had started playing when the
-        /// caller interrupted: what the caller heard (at most).
+        /// The part of the cut answer the caller heard, cut after the last
+        /// heard word.
         heard: String,
     },
     /// The model called a tool served by the agent; answer with `tool.result`.

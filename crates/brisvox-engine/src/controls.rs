@@ -70,6 +70,10 @@ pub enum Control {
         /// The entries.
         update: Metadata,
     },
+    /// Change what the model sees from its next completion on (the agent
+    /// link's `context.update`). Taken when the model is not answering: an
+    /// answer under way finishes over the context it started with.
+    Context(ContextUpdate),
     /// End the call now (the agent, the application or the server asks).
     /// `run_call` returns with [`CallEnd::Requested`](crate::CallEnd::Requested).
     Hangup {
@@ -85,4 +89,23 @@ pub enum Control {
         /// For people.
         message: String,
     },
+}
+
+/// A change of the model's context ([`Control::Context`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ContextUpdate {
+    /// A new system prompt, replacing the call's.
+    pub system_prompt: Option<String>,
+    /// Messages to add after the conversation so far, or to replace it with
+    /// (the system prompt stays).
+    pub messages: Option<MessagesUpdate>,
+}
+
+/// The messages part of a [`ContextUpdate`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessagesUpdate {
+    /// True: the items replace the conversation; false: they are appended.
+    pub replace: bool,
+    /// The messages (system, user or assistant).
+    pub items: Vec<brisvox_providers::Message>,
 }

@@ -41,6 +41,7 @@ pub use config::{
     EarlyAnalysisConfig, EnergyVadConfig, EngineConfig, EngineConfigError, ProviderLimits,
     QueueCapacities,
 };
+pub use controls::{ContextUpdate, MessagesUpdate};
 pub use edge::{
     AudioQueueReceiver, AudioQueueSink, CallContext, CallEdge, CallSink, CallSource, Control,
     DtmfDigit, Inbound, InboundQueue, InboundRefused, InboundSender, Metadata, QueuedAudio,

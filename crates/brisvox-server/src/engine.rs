@@ -17,7 +17,8 @@ use brisvox_engine::turn::{
     TurnPolicy as EnginePolicy,
 };
 use brisvox_engine::{
-    EarlyAnalysisConfig, EngineConfig, EventObserver, Models, Providers, VadSource, VerdictSource,
+    CallEdge, EarlyAnalysisConfig, EngineConfig, EventObserver, Models, Providers, VadSource,
+    VerdictSource,
 };
 use brisvox_models::pool::{InferencePool, PoolConfig};
 use brisvox_models::smart_turn::{SmartTurnService, SmartTurnServiceConfig};
@@ -26,6 +27,7 @@ use brisvox_models::vad::silero::{SileroModel, SileroRate};
 
 use crate::admission::{DEFAULT_QUEUE_CONFIRM, PoolPressure, QueueDepthGuard};
 use crate::agent::{AgentSettings, Language, LlmProvider, TurnAnalyzer, TurnPolicy, VadDetector};
+use crate::agent_link::{AgentLinkTotals, AgentLinks, CallAgentLink, CallTools, LinkedSource};
 use crate::handler::{CallFailed, CallFuture, CallHandler, CallStart, RouteEdge};
 use crate::providers::{build_providers, language_code};
 pub use crate::setup_error::EngineSetupError;
@@ -43,6 +45,8 @@ pub struct EngineCallHandler {
     mock: bool,
     /// The agent file's `[[tools]]`, one executor per call.
     webhooks: Option<crate::webhook::WebhookTools>,
+    /// The agent file's `[agent_link]`, one link per call.
+    agent_links: Option<AgentLinks>,
     /// Consumers added to every call's events (tests, later the agent link).
     observers: Vec<Arc<dyn EventObserver>>,
 }
@@ -82,6 +86,7 @@ impl EngineCallHandler {
             vad_service,
             mock: agent.uses_mock(),
             webhooks: crate::webhook::WebhookTools::new(&agent.tools),
+            agent_links: AgentLinks::new(&agent.agent_link),
             observers: Vec::new(),
         })
     }
@@ -100,6 +105,12 @@ impl EngineCallHandler {
     pub fn with_stt(mut self, stt: Arc<dyn brisvox_providers::SttProvider>) -> Self {
         self.providers.stt = stt;
         self
+    }
+
+    /// Every call's agent link statistics added up, for `/metrics` (`None`
+    /// without `[agent_link]`).
+    pub fn agent_link_totals(&self) -> Option<AgentLinkTotals> {
+        self.agent_links.as_ref().map(AgentLinks::totals)
     }
 
     /// The model services whose counters `/metrics` shows.
@@ -132,19 +143,35 @@ impl CallHandler for EngineCallHandler {
         for observer in &self.observers {
             edge.events.observe(Arc::clone(observer));
         }
-        let mut providers = self.providers.clone();
-        if let Some(webhooks) = &self.webhooks {
-            let tools = webhooks.for_call(&start.call_id, start.metadata.clone());
-            providers.tools = Some(Arc::new(tools));
+        let mut link = self.agent_links.as_ref().map(|l| l.start(&start));
+        if let Some(link) = &link {
+            edge.events.observe(link.observer());
         }
+        let mut providers = self.providers.clone();
+        let webhooks = self
+            .webhooks
+            .as_ref()
+            .map(|w| w.for_call(&start.call_id, start.metadata.clone()));
+        let agent = link.as_ref().map(CallAgentLink::tools);
+        if webhooks.is_some() || agent.is_some() {
+            providers.tools = Some(Arc::new(CallTools { webhooks, agent }));
+        }
+        let edge = CallEdge {
+            context: edge.context,
+            source: LinkedSource::new(edge.source, link.as_mut().and_then(|l| l.take_controls())),
+            sink: edge.sink,
+            events: edge.events,
+        };
         let models = self.models.clone();
         let call_id = start.call_id;
         Box::pin(async move {
-            let report = brisvox_engine::run_call(config, edge, providers, models)
-                .await
-                .map_err(|e| CallFailed {
-                    reason: e.to_string(),
-                })?;
+            let result = brisvox_engine::run_call(config, edge, providers, models).await;
+            if let Some(link) = link {
+                link.finish(result.as_ref().ok().map(|r| &r.end)).await;
+            }
+            let report = result.map_err(|e| CallFailed {
+                reason: e.to_string(),
+            })?;
             tracing::info!(
                 call_id = %call_id,
                 turns = report.turn_counters.turns,

@@ -33,6 +33,7 @@
 
 pub mod admission;
 pub mod agent;
+pub mod agent_link;
 pub mod audio_edge;
 pub mod carrier_control;
 mod carrier_http;

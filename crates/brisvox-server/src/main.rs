@@ -55,11 +55,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// The call handler, the admission guard and the model counters.
+/// The call handler, the admission guard, the model counters and the
+/// agent link's totals.
 type CallEngine = (
     Arc<dyn CallHandler>,
     Box<dyn PoolPressure>,
     ModelStatsSource,
+    Option<brisvox_server::agent_link::AgentLinkTotals>,
 );
 
 /// The call engine and the admission guard: over the model pools' waits
@@ -68,6 +70,7 @@ type CallEngine = (
 fn call_handler(settings: &AgentSettings) -> anyhow::Result<CallEngine> {
     let handler = EngineCallHandler::new(settings)?;
     let model_stats = handler.model_stats();
+    let agent_link_totals = handler.agent_link_totals();
     let shedding = settings.limits.load_shedding.then(|| {
         ModelPressure::new(
             model_stats.vad.clone(),
@@ -88,7 +91,7 @@ fn call_handler(settings: &AgentSettings) -> anyhow::Result<CallEngine> {
         shed_wait_ms = settings.limits.shed_wait_ms,
         "call engine ready"
     );
-    Ok((Arc::new(handler), pressure, model_stats))
+    Ok((Arc::new(handler), pressure, model_stats, agent_link_totals))
 }
 
 /// `brisvox serve`.
@@ -126,7 +129,7 @@ fn serve(
              {ALLOW_UNAUTHENTICATED_CALLS_FLAG}"
         );
     }
-    let (handler, pressure, model_stats) = call_handler(&settings)?;
+    let (handler, pressure, model_stats, agent_link_totals) = call_handler(&settings)?;
     let telemetry = Telemetry::from_env()?;
     if telemetry.is_some() {
         tracing::info!("OpenTelemetry: call traces exported over OTLP/HTTP");
@@ -136,7 +139,9 @@ fn serve(
         bind,
         handler,
         pressure,
-        metrics: ServerMetrics::new().with_models(model_stats),
+        metrics: ServerMetrics::new()
+            .with_models(model_stats)
+            .with_agent_link(agent_link_totals),
         telemetry: telemetry.clone(),
     };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

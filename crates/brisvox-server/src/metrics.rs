@@ -188,6 +188,8 @@ pub struct ServerMetrics {
     tool_labels: Arc<Mutex<HashSet<String>>>,
     /// The model services read at each scrape.
     models: ModelStatsSource,
+    /// Every call's agent link statistics, read at each scrape.
+    agent_link: Option<crate::agent_link::AgentLinkTotals>,
 }
 
 impl ServerMetrics {
@@ -295,6 +297,7 @@ impl ServerMetrics {
             ),
             tool_labels: Arc::default(),
             models: ModelStatsSource::default(),
+            agent_link: None,
         };
         m.register_all();
         m
@@ -366,6 +369,12 @@ impl ServerMetrics {
     /// Shows the counters of these model services too (read at each scrape).
     pub fn with_models(mut self, models: ModelStatsSource) -> Self {
         self.models = models;
+        self
+    }
+
+    /// Shows the agent link's totals too (read at each scrape).
+    pub fn with_agent_link(mut self, totals: Option<crate::agent_link::AgentLinkTotals>) -> Self {
+        self.agent_link = totals;
         self
     }
 
@@ -532,6 +541,12 @@ impl ServerMetrics {
         let mut text = String::from_utf8(buf).unwrap_or_else(bug);
         self.models.render_into(&mut text);
         render_provider_retries(&mut text);
+        if let Some(totals) = &self.agent_link {
+            let totals = *totals
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            crate::agent_link::render_totals(&totals, &mut text);
+        }
         text
     }
 }

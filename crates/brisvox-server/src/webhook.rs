@@ -86,6 +86,13 @@ pub struct CallWebhooks {
     metadata: Arc<Value>,
 }
 
+impl CallWebhooks {
+    /// Whether a tool of this name is a webhook tool.
+    pub fn serves(&self, name: &str) -> bool {
+        self.tools.serves(name)
+    }
+}
+
 impl ToolExecutor for CallWebhooks {
     fn definitions(&self) -> Arc<[ToolDefinition]> {
         self.tools.definitions()

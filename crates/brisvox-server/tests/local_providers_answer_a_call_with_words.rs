@@ -28,21 +28,6 @@ fn handler_or_skip(agent: &AgentSettings) -> Option<EngineCallHandler> {
     }
 }
 
-/// A 20 ms frame at 16 kHz: a 300 Hz tone (speech for the energy VAD) or silence.
-fn frame(n: usize, loud: bool) -> Vec<u8> {
-    (0..320)
-        .flat_map(|i| {
-            let t = (n * 320 + i) as f64 / 16_000.0;
-            let v = if loud {
-                (8_000.0 * (2.0 * std::f64::consts::PI * 300.0 * t).sin()) as i16
-            } else {
-                0
-            };
-            v.to_le_bytes()
-        })
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_rules_agent_answers_in_espeak_speech() {
     let agent = AgentSettings::from_toml_str(AGENT, &|_| None).unwrap();
@@ -64,7 +49,7 @@ async fn the_rules_agent_answers_in_espeak_speech() {
     while metrics.is_none() {
         assert!(began.elapsed() < Duration::from_secs(20), "no turn_metrics");
         // 1 s of "speech", then silence, in real time.
-        common::send_binary(&mut ws, frame(n, n < 50)).await;
+        common::send_binary(&mut ws, common::tone_frame(n, n < 50)).await;
         n += 1;
         let until = tokio::time::Instant::now() + Duration::from_millis(20);
         while let Ok(Some(msg)) = tokio::time::timeout_at(until, ws.next()).await {

@@ -98,21 +98,6 @@ webhook = {{ url = "{base}/{path}", timeout_ms = 2000, headers = {{ Authorizatio
     )
 }
 
-/// A 20 ms frame at 16 kHz: a 300 Hz tone (speech for the energy VAD) or silence.
-fn frame(n: usize, loud: bool) -> Vec<u8> {
-    (0..320)
-        .flat_map(|i| {
-            let t = (n * 320 + i) as f64 / 16_000.0;
-            let v = if loud {
-                (8_000.0 * (2.0 * std::f64::consts::PI * 300.0 * t).sin()) as i16
-            } else {
-                0
-            };
-            v.to_le_bytes()
-        })
-        .collect()
-}
-
 /// Plays 600 ms of "speech" then silence in real time, reading whatever
 /// comes back, until `done` holds (at most [`common::WAIT`]).
 async fn speak_until(ws: &mut common::Ws, done: impl Fn() -> bool) {
@@ -120,7 +105,7 @@ async fn speak_until(ws: &mut common::Ws, done: impl Fn() -> bool) {
     let mut n = 0;
     while !done() {
         assert!(tokio::time::Instant::now() < deadline, "timed out");
-        common::send_binary(ws, frame(n, n < 30)).await;
+        common::send_binary(ws, common::tone_frame(n, n < 30)).await;
         n += 1;
         let until = tokio::time::Instant::now() + Duration::from_millis(20);
         while let Ok(Some(msg)) = tokio::time::timeout_at(until, ws.next()).await {

@@ -291,6 +291,14 @@ impl TurnDriver {
                     metadata: self.context.metadata.clone(),
                 });
             }
+            Control::Context(update) => {
+                if self.llm.try_send(LlmInput::Context(update)).is_err() {
+                    self.reject(
+                        "context_refused",
+                        "context update refused: the model's queue is full",
+                    );
+                }
+            }
             Control::Hangup { .. } => self.end_at(CallEnd::Requested, at),
             Control::Invalid { code, message } => {
                 self.events

@@ -71,6 +71,8 @@ pub(crate) enum LlmInput {
     Speculate { epoch: Epoch, text: String },
     /// The caller spoke again: drop `epoch`'s speculative run.
     Withdraw { epoch: Epoch },
+    /// Change the model's context from the next completion on.
+    Context(crate::controls::ContextUpdate),
 }
 
 /// What the LLM stage sends the segmenter.

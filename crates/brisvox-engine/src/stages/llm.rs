@@ -247,6 +247,22 @@ impl LlmStage {
                 let rest = self.spoken.rest(&mut self.history, interrupted);
                 self.say_whole(epoch, rest.unwrap_or_default()).await;
             }
+            LlmInput::Context(update) => self.update_context(update),
+        }
+    }
+
+    /// A context update: the prompt, then the conversation's messages.
+    fn update_context(&mut self, update: crate::controls::ContextUpdate) {
+        if let Some(prompt) = update.system_prompt {
+            self.system = Message::system(prompt);
+        }
+        if let Some(messages) = update.messages {
+            if messages.replace {
+                self.history.clear();
+            }
+            for message in messages.items {
+                self.remember(message);
+            }
         }
     }
 

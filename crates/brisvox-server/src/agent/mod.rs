@@ -43,8 +43,8 @@ pub use telephony::{
     VONAGE_RATES_HZ, VonageSettings,
 };
 pub use tools::{
-    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_WEBHOOK_TIMEOUT_MS, ToolCallSettings, ToolSettings,
-    WebhookMethod, WebhookSettings,
+    AgentLinkSettings, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_WEBHOOK_TIMEOUT_MS, ToolCallSettings,
+    ToolSettings, WebhookMethod, WebhookSettings,
 };
 
 use std::path::{Path, PathBuf};
@@ -187,6 +187,8 @@ pub struct AgentSettings {
     pub tools: Vec<ToolSettings>,
     /// `[tool_calls]`: rounds, timeout and filler of tool calls.
     pub tool_calls: ToolCallSettings,
+    /// `[agent_link]`: the agent's websocket, opened for every call.
+    pub agent_link: AgentLinkSettings,
 }
 
 impl Default for AgentSettings {
@@ -209,6 +211,7 @@ impl Default for AgentSettings {
             recording: None,
             tools: Vec::new(),
             tool_calls: ToolCallSettings::default(),
+            agent_link: AgentLinkSettings::default(),
         }
     }
 }
@@ -274,6 +277,7 @@ impl AgentSettings {
         self.check_early_analysis()?;
         tools::check_tools(&mut self.tools, env)?;
         self.tool_calls.check()?;
+        self.agent_link.check()?;
         self.server.check(env)?;
         if let Some(r) = &self.recording {
             r.check()?;

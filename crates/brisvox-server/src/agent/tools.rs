@@ -103,6 +103,48 @@ fn empty_object_schema() -> Value {
     serde_json::json!({"type": "object", "properties": {}})
 }
 
+/// `[agent_link]`: the agent's websocket, opened for every call
+/// (docs/AGENT_PROTOCOL.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentLinkSettings {
+    /// The agent's `ws://` or `wss://` URL; no link when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Longest one connection attempt may take (100 to 30000 ms).
+    pub connect_timeout_ms: u32,
+}
+
+impl Default for AgentLinkSettings {
+    fn default() -> Self {
+        Self {
+            url: None,
+            connect_timeout_ms: 2_000,
+        }
+    }
+}
+
+impl AgentLinkSettings {
+    pub(super) fn check(&self) -> Result<(), AgentError> {
+        if let Some(url) = &self.url {
+            let scheme_ok = ["ws://", "wss://"].iter().any(|s| url.starts_with(s));
+            if !scheme_ok || url.len() <= "wss://".len() {
+                return Err(invalid(
+                    "agent_link.url".into(),
+                    url,
+                    "a ws:// or wss:// URL",
+                ));
+            }
+        }
+        within(
+            "agent_link.connect_timeout_ms".into(),
+            self.connect_timeout_ms,
+            100,
+            30_000,
+        )
+    }
+}
+
 /// `[tool_calls]`: how the engine runs the model's tool calls.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

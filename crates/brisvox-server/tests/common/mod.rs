@@ -345,3 +345,19 @@ impl Drop for Binary {
         let _ = self.child.wait();
     }
 }
+
+/// A 20 ms frame of 16 kHz PCM16: a 300 Hz tone (speech to the energy VAD)
+/// when `loud`, else silence; `n` is the frame's number (the phase runs on).
+pub fn tone_frame(n: usize, loud: bool) -> Vec<u8> {
+    (0..320)
+        .flat_map(|i| {
+            let t = (n * 320 + i) as f64 / 16_000.0;
+            let v = if loud {
+                (8_000.0 * (2.0 * std::f64::consts::PI * 300.0 * t).sin()) as i16
+            } else {
+                0
+            };
+            v.to_le_bytes()
+        })
+        .collect()
+}
