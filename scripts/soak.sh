@@ -9,7 +9,9 @@
 #                        [--bindir DIR] [--out PATH] [--check]
 #   defaults: 4 calls, 2 minutes, 1 warm-up minute, target/debug, out
 #   target/soak/soak (PATH.md, PATH.json, PATH.svg).
-#   --check fails the script unless every turn was answered, no call failed
+#   --check fails the script unless every turn of an admitted call was
+#   answered, no admitted call failed, every minute after warm-up answered
+#   turns (calls refused at admission are counted and shown, not failures),
 #   and the server's fds (beyond one per call at once) and threads did not
 #   grow: CI runs
 #   `scripts/soak.sh --check` (the short soak, ~2.5 min).
@@ -36,7 +38,7 @@ while [ $# -gt 0 ]; do
     --bindir) bindir="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --check) check=1; shift ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "soak: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -75,13 +77,23 @@ if g["turns_lost"]: problems.append(f'{g["turns_lost"]} turns lost')
 if g["calls_failed"]: problems.append(f'{g["calls_failed"]} calls failed')
 if not g["turns_answered"]: problems.append("no turn answered")
 after = [x for x in s if x["minute"] > r["warmup_minutes"]] or s
+# A call the server refused at admission (HTTP 503 with its reason) was shed,
+# not lost: on a machine whose cores other work takes, the Smart Turn wait can
+# exceed the admission limit and the server rightly protects its admitted
+# calls. Admission has its own tests; this soak checks that what was admitted
+# is answered and nothing grows. It still fails when a minute after warm-up
+# admitted no call at all (nothing was soaked).
+for x in after:
+    if x["turns_answered"] == 0:
+        problems.append(f'minute {x["minute"]}: no turn answered ({x["calls_refused"]} calls refused)')
 # Each running call holds a socket: the fds may differ by the calls at once
 # between two samples; more than that is growth.
 for key, slack in (("fds", r["calls"]), ("threads", 2)):
     if after[-1][key] > after[0][key] + slack:
         problems.append(f'{key} grew from {after[0][key]} to {after[-1][key]}')
 print("soak check:", "; ".join(problems) if problems else
-      f'{g["turns_answered"]} turns answered, none lost, no call failed, fds and threads flat')
+      f'{g["turns_answered"]} turns answered, none lost, no call failed '
+      f'({g["calls_refused"]} refused at admission), fds and threads flat')
 sys.exit(1 if problems else 0)
 PY
 fi

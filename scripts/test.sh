@@ -85,7 +85,8 @@ BRISVOX_BIN="${CARGO_TARGET_DIR:-target}/debug/brisvox" logged tests/browser/run
 phase soak
 # The short soak (scripts/soak.sh --check, ~2.5 min): 4 calls at once over
 # /twilio with the models for 2 minutes, on the binaries cargo test built;
-# fails on a lost turn, a failed call, or fds or threads that grew.
+# fails on a lost turn or a failed call among the admitted ones, a minute
+# after warm-up with no answered turn, or fds or threads that grew.
 logged scripts/soak.sh --check --bindir "${CARGO_TARGET_DIR:-target}/debug"
 
 phase deploy

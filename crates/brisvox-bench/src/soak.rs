@@ -118,9 +118,14 @@ struct Sample {
     /// Minutes since the start (the end of this sample's minute).
     minute: u64,
     calls_ended: usize,
+    /// Calls that broke after the server admitted them (or could not connect).
     calls_failed: usize,
+    /// Calls the server refused at admission (its documented refusal: HTTP
+    /// 503 or an `error` before `started`); their turns are neither answered
+    /// nor lost: the server never took them.
+    calls_refused: usize,
     turns_answered: usize,
-    /// Turns of calls ended in the minute that got no answer.
+    /// Turns of admitted calls ended in the minute that got no answer.
     turns_lost: usize,
     v2v_p50_ms: Option<f64>,
     v2v_p95_ms: Option<f64>,
@@ -204,6 +209,14 @@ fn spawn_slots(
         .collect()
 }
 
+/// Whether the server refused `call` at admission (the client's errors for a
+/// refusal start with `refused:`).
+fn refused(call: &CallRecord) -> bool {
+    call.error
+        .as_deref()
+        .is_some_and(|e| e.starts_with("refused:"))
+}
+
 fn sample_of(
     minute: u64,
     calls: &[CallRecord],
@@ -212,7 +225,8 @@ fn sample_of(
 ) -> Sample {
     let mut v2v = Vec::new();
     let (mut answered, mut lost) = (0, 0);
-    for t in calls.iter().flat_map(|c| &c.turns) {
+    let admitted = calls.iter().filter(|c| !refused(c));
+    for t in admitted.flat_map(|c| &c.turns) {
         match t.outcome {
             Outcome::Answered => {
                 answered += 1;
@@ -226,7 +240,11 @@ fn sample_of(
     Sample {
         minute,
         calls_ended: calls.len(),
-        calls_failed: calls.iter().filter(|c| c.error.is_some()).count(),
+        calls_failed: calls
+            .iter()
+            .filter(|c| c.error.is_some() && !refused(c))
+            .count(),
+        calls_refused: calls.iter().filter(|c| refused(c)).count(),
         turns_answered: answered,
         turns_lost: lost,
         v2v_p50_ms: summary.as_ref().map(|s| s.p50),
@@ -267,6 +285,7 @@ struct Growth {
     turns_lost: usize,
     calls_ended: usize,
     calls_failed: usize,
+    calls_refused: usize,
 }
 
 fn growth(samples: &[Sample], warmup: u64) -> Growth {
@@ -301,6 +320,7 @@ fn growth(samples: &[Sample], warmup: u64) -> Growth {
         turns_lost: samples.iter().map(|s| s.turns_lost).sum(),
         calls_ended: samples.iter().map(|s| s.calls_ended).sum(),
         calls_failed: samples.iter().map(|s| s.calls_failed).sum(),
+        calls_refused: samples.iter().map(|s| s.calls_refused).sum(),
     }
 }
 
@@ -328,12 +348,12 @@ fn markdown(a: &SoakArgs, header: &[String], samples: &[Sample], g: &Growth) -> 
     );
     let _ = writeln!(
         s,
-        "| RSS %/h | anonymous %/h | threads /h | fds /h | alive tasks /h | V2V p95 first / last quarter (ms, median of the minutes) | turns answered | turns lost | calls ended | calls failed |"
+        "| RSS %/h | anonymous %/h | threads /h | fds /h | alive tasks /h | V2V p95 first / last quarter (ms, median of the minutes) | turns answered | turns lost | calls ended | calls failed | calls refused |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
     let _ = writeln!(
         s,
-        "| {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} |\n",
+        "| {} | {} | {} | {} | {} | {} / {} | {} | {} | {} | {} | {} |\n",
         fmt_opt(g.rss_pct_per_h, 2),
         fmt_opt(g.anon_pct_per_h, 2),
         fmt_opt(g.threads_per_h, 2),
@@ -344,20 +364,25 @@ fn markdown(a: &SoakArgs, header: &[String], samples: &[Sample], g: &Growth) -> 
         g.turns_answered,
         g.turns_lost,
         g.calls_ended,
-        g.calls_failed
+        g.calls_failed,
+        g.calls_refused
     );
     let _ = writeln!(
         s,
-        "| minute | calls ended | failed | turns answered | lost | V2V p50 | V2V p95 | RSS MB | anon MB | threads | fds | active calls | alive tasks |"
+        "| minute | calls ended | failed | refused | turns answered | lost | V2V p50 | V2V p95 | RSS MB | anon MB | threads | fds | active calls | alive tasks |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
     for x in samples {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} |",
             x.minute,
             x.calls_ended,
             x.calls_failed,
+            x.calls_refused,
             x.turns_answered,
             x.turns_lost,
             fmt_opt(x.v2v_p50_ms, 0),
@@ -425,9 +450,10 @@ async fn run(a: &SoakArgs, fx: &Arc<client::PreparedFixture>) -> Result<Vec<Samp
         };
         let s = sample_of(minute, &minute_calls, server, scrape.as_ref());
         eprintln!(
-            "soak: minute {minute}: {} calls ended ({} failed), {} answered, {} lost, p95 {} ms, RSS {:.1} MB, anon {:.1} MB, {} fds",
+            "soak: minute {minute}: {} calls ended ({} failed, {} refused), {} answered, {} lost, p95 {} ms, RSS {:.1} MB, anon {:.1} MB, {} fds",
             s.calls_ended,
             s.calls_failed,
+            s.calls_refused,
             s.turns_answered,
             s.turns_lost,
             fmt_opt(s.v2v_p95_ms, 0),
@@ -447,6 +473,54 @@ async fn run(a: &SoakArgs, fx: &Arc<client::PreparedFixture>) -> Result<Vec<Samp
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn call(error: Option<&str>, outcomes: &[Outcome]) -> CallRecord {
+        let turns = outcomes
+            .iter()
+            .map(|&outcome| crate::v2v::turns::TurnResult {
+                outcome,
+                first_bot_audio_us: None,
+                v2v_ms: (outcome == Outcome::Answered).then_some(800.0),
+            })
+            .collect();
+        CallRecord {
+            fixture: "f".into(),
+            error: error.map(str::to_owned),
+            turns,
+            languages: Vec::new(),
+            frames_sent: 0,
+            lateness_max_ms: 0.0,
+            frames_late_100ms: 0,
+            lateness_us: Vec::new(),
+            turn_metrics: Vec::new(),
+            clears: 0,
+            clear_us: Vec::new(),
+            bot_audio_messages: 0,
+            bot_audio_us: Vec::new(),
+            end_reason: None,
+        }
+    }
+
+    #[test]
+    fn a_call_refused_at_admission_is_shed_not_lost() {
+        let calls = [
+            call(None, &[Outcome::Answered, Outcome::Answered]),
+            call(
+                Some("refused: HTTP 503 {\"type\":\"error\",\"code\":\"smart_turn_pressure\"}"),
+                &[Outcome::NoResponse, Outcome::NoResponse],
+            ),
+            call(Some("receive: connection reset"), &[Outcome::NoResponse]),
+        ];
+        let s = sample_of(1, &calls, ServerReading::default(), None);
+        assert_eq!(s.calls_ended, 3);
+        assert_eq!(s.calls_refused, 1);
+        assert_eq!(s.calls_failed, 1, "a call that broke after admission fails");
+        assert_eq!(s.turns_answered, 2);
+        assert_eq!(
+            s.turns_lost, 1,
+            "only the admitted call's unanswered turn is lost"
+        );
+    }
 
     #[test]
     fn the_slope_of_a_line_is_its_growth() {
