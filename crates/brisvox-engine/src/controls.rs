@@ -74,6 +74,13 @@ pub enum Control {
     /// link's `context.update`). Taken when the model is not answering: an
     /// answer under way finishes over the context it started with.
     Context(ContextUpdate),
+    /// Answer now over the conversation as it stands, without a caller turn
+    /// (the agent link's `respond`): at once when the bot is idle, after
+    /// what it is saying when it speaks, and while the caller holds the
+    /// floor it waits for the end of the caller's turn, whose answer spends
+    /// it ([`TurnMachine::handle_respond`](crate::turn::TurnMachine::handle_respond)).
+    /// A barge-in cancels it like any answer.
+    Respond,
     /// End the call now (the agent, the application or the server asks).
     /// `run_call` returns with [`CallEnd::Requested`](crate::CallEnd::Requested).
     Hangup {

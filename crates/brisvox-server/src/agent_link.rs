@@ -8,8 +8,8 @@
 //!   link's bounded inbox drops and counts when full; the media path never
 //!   waits for the agent).
 //! - **Commands in**: [`serve_commands`] turns the agent's commands into the
-//!   engine's [`Control`]s (`say`, `context.update`, the hang-up of
-//!   `call.end`), which reach the engine through [`LinkedSource`], the
+//!   engine's [`Control`]s (`say`, `context.update`, `respond`, the hang-up
+//!   of `call.end`), which reach the engine through [`LinkedSource`], the
 //!   route's source with the agent's controls merged in; `tools.set` changes
 //!   the tools the model is offered from its next completion on.
 //! - **Tools**: [`AgentTools`] is the [`ToolExecutor`] of the tools the agent
@@ -368,6 +368,9 @@ async fn serve_commands(mut cx: CommandContext) {
                 let _ = cx.controls.send(Control::Context(update)).await;
             }
             Command::ToolsSet { tools } => cx.tools.set(&tools),
+            Command::Respond {} => {
+                let _ = cx.controls.send(Control::Respond).await;
+            }
             Command::CallEnd {
                 say: Some(text), ..
             } if !text.trim().is_empty() => {

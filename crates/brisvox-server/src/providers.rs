@@ -104,7 +104,9 @@ pub(crate) fn build_stt(
     }
 }
 
-/// The mock LLM of `[llm.mock]`, with its scripted tool calls.
+/// The mock LLM of `[llm.mock]`, with its scripted tool calls. `answer`
+/// may name `{system}` (the system prompt it was sent) and `{last}` (the
+/// text of the last message), so tests see what context reached the model.
 pub(crate) fn mock_llm(s: &crate::agent::MockLlmSettings) -> MockLlm {
     let llm = MockLlm::new(MockLlmConfig {
         first_token: fixed_ms(s.first_token_ms),
@@ -112,7 +114,8 @@ pub(crate) fn mock_llm(s: &crate::agent::MockLlmSettings) -> MockLlm {
         default_answer: s.answer.clone(),
         ..MockLlmConfig::default()
     });
-    if s.tool_calls.is_empty() {
+    let echoes = ["{system}", "{last}"].iter().any(|p| s.answer.contains(p));
+    if s.tool_calls.is_empty() && !echoes {
         return llm;
     }
     let (rules, answer, after_tool) = (
@@ -123,24 +126,41 @@ pub(crate) fn mock_llm(s: &crate::agent::MockLlmSettings) -> MockLlm {
     llm.set_answer_responder(move |request| {
         use brisvox_providers::Role;
         use brisvox_providers::mock::{MockAnswer, MockToolCall};
-        if let Some(last) = request.messages.last()
+        let last = request.messages.last();
+        if let Some(last) = last
             && last.role == Role::Tool
         {
             return MockAnswer::Text(after_tool.replace("{result}", &last.text));
         }
-        let heard = request.last_user_text().unwrap_or("").to_lowercase();
+        // A rule answers the caller's words: the conversation ends with them.
+        let heard = match last {
+            Some(m) if m.role == Role::User => m.text.to_lowercase(),
+            _ => String::new(),
+        };
         match rules
             .iter()
-            .find(|r| heard.contains(&r.when_heard.to_lowercase()))
+            .find(|r| !heard.is_empty() && heard.contains(&r.when_heard.to_lowercase()))
         {
             Some(rule) => MockAnswer::ToolCalls {
                 text: String::new(),
                 calls: vec![MockToolCall::new(&rule.tool, &rule.arguments)],
             },
-            None => MockAnswer::Text(answer.clone()),
+            None => MockAnswer::Text(echo(&answer, request)),
         }
     });
     llm
+}
+
+/// `answer` with `{system}` and `{last}` filled in from `request`.
+fn echo(answer: &str, request: &brisvox_providers::LlmRequest) -> String {
+    use brisvox_providers::Role;
+    let system = request
+        .messages
+        .first()
+        .filter(|m| m.role == Role::System)
+        .map_or("", |m| &*m.text);
+    let last = request.messages.last().map_or("", |m| &*m.text);
+    answer.replace("{system}", system).replace("{last}", last)
 }
 
 pub(crate) fn build_llm(

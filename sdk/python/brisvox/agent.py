@@ -97,7 +97,9 @@ class CallContext:
         await self.send(p.ContextUpdate(system_prompt=system_prompt, messages=update))
 
     async def respond(self) -> None:
-        """Asks the model to answer now."""
+        """Asks the model to answer now over the context as it stands,
+        without a caller turn (after the bot's current speech, or after the
+        caller's turn when the caller is speaking: docs/AGENT_PROTOCOL.md)."""
         await self.send(p.Respond())
 
     async def end_call(self, say: Optional[str] = None, reason: Optional[str] = None) -> None:

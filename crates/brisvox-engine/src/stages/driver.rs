@@ -17,7 +17,8 @@
 //! the driver.
 //!
 //! Controls from the call's edge arrive as [`DriverInput::Control`] with their
-//! time: `say` goes to the machine ([`TurnMachine::handle_say`]), a DTMF digit
+//! time: `say` and `respond` go to the machine ([`TurnMachine::handle_say`],
+//! [`TurnMachine::handle_respond`]), a DTMF digit
 //! becomes an event, metadata is merged into the call's [`CallContext`] (which
 //! the driver owns and returns in the report), a hang-up request ends the call
 //! ([`CallEnd::Requested`]); a control the route could not read, or one the
@@ -299,6 +300,14 @@ impl TurnDriver {
                     );
                 }
             }
+            Control::Respond => {
+                if !self.machine.handle_respond(at) {
+                    self.reject(
+                        "respond_refused",
+                        "respond refused: the queue of waiting says is full or the call is ending",
+                    );
+                }
+            }
             Control::Hangup { .. } => self.end_at(CallEnd::Requested, at),
             Control::Invalid { code, message } => {
                 self.events
@@ -334,6 +343,9 @@ impl TurnDriver {
                 Action::RequestVerdict { stop, .. } => self.request_verdict(stop),
                 Action::StartResponse { epoch, user_text } => {
                     self.send_llm(LlmInput::Start { epoch, user_text }).await;
+                }
+                Action::Respond { epoch } => {
+                    self.send_llm(LlmInput::Respond { epoch }).await;
                 }
                 Action::Speak { epoch, text, .. } => {
                     self.send_llm(LlmInput::Speak { epoch, text }).await;

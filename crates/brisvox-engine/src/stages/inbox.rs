@@ -61,6 +61,8 @@ pub(crate) enum DriverInput {
 pub(crate) enum LlmInput {
     /// Answer the caller's `user_text` in `epoch`.
     Start { epoch: Epoch, user_text: String },
+    /// Answer in `epoch` over the conversation as it stands (no caller turn).
+    Respond { epoch: Epoch },
     /// Say `text` in `epoch` without the model.
     Speak { epoch: Epoch, text: String },
     /// The caller heard the first `words` words of `epoch`'s answer.

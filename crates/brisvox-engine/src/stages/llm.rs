@@ -11,6 +11,9 @@
 //! (barge-in, turn taken back) the stream is cancelled at once and nothing more
 //! of it is sent. What was generated before a cancel stays in the conversation.
 //!
+//! `Respond` requests a completion over the conversation as it stands,
+//! without a user message (the agent link's `respond`).
+//!
 //! `Speak` (greeting, say, idle prompt) bypasses the model: its text goes to
 //! the segmenter as one delta and is recorded as an assistant message.
 //!
@@ -227,6 +230,10 @@ impl LlmStage {
     async fn on_input(&mut self, input: LlmInput) {
         match input {
             LlmInput::Start { epoch, user_text } => self.start(epoch, user_text).await,
+            LlmInput::Respond { epoch } => {
+                self.drop_spec(false);
+                self.request(epoch, 0);
+            }
             LlmInput::Speculate { epoch, text } => self.speculate(epoch, text),
             LlmInput::Withdraw { epoch } => {
                 if self.spec.as_ref().is_some_and(|run| run.epoch == epoch) {

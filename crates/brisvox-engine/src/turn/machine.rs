@@ -141,6 +141,12 @@ pub enum Action {
         /// What the caller said in this turn.
         user_text: String,
     },
+    /// Start an LLM response in `epoch` over the conversation as it stands,
+    /// without a caller turn (a `respond` control).
+    Respond {
+        /// The epoch the response is tagged with.
+        epoch: Epoch,
+    },
     /// Speak `text` without the LLM, in `epoch`.
     Speak {
         /// The epoch the audio is tagged with.
@@ -313,7 +319,8 @@ pub struct TurnMachine {
     text_rules: Option<TextRules>,
     /// Speculative start's candidates.
     speculator: Speculator,
-    says: VecDeque<String>,
+    /// Says and responds waiting for the bot to be free, in order.
+    says: VecDeque<Waiting>,
     idle_deadline: Option<Instant>,
     idle_prompted: bool,
     call_deadline: Option<Instant>,
@@ -325,6 +332,15 @@ pub struct TurnMachine {
 
 /// How many `say` requests may wait for the bot to be idle; more are refused.
 pub const SAY_QUEUE_CAPACITY: usize = 8;
+
+/// What waits for the bot to be free.
+#[derive(Debug, Clone, PartialEq)]
+enum Waiting {
+    /// A `say`'s text.
+    Say(String),
+    /// A `respond`: an answer over the conversation as it stands.
+    Respond,
+}
 
 impl TurnMachine {
     /// A machine for a call that starts at `now` (greeting spoken at once if configured).
@@ -554,11 +570,19 @@ impl TurnMachine {
     }
 
     fn next_after_response(&mut self, now: Instant) {
-        if let Some(text) = self.says.pop_front() {
-            self.speak(text, SpeakKind::Say);
-        } else {
+        if !self.next_waiting() {
             self.arm_idle(now);
         }
+    }
+
+    /// Starts what waits first (a say or a respond); false when nothing waits.
+    fn next_waiting(&mut self) -> bool {
+        match self.says.pop_front() {
+            Some(Waiting::Say(text)) => self.speak(text, SpeakKind::Say),
+            Some(Waiting::Respond) => self.respond(),
+            None => return false,
+        }
+        true
     }
 
     /// A `say` arrived at `now`: without `interrupt`, [`say`](Self::say);
@@ -573,7 +597,9 @@ impl TurnMachine {
         }
         self.says.clear();
         match self.state {
-            TurnState::UserSpeaking | TurnState::UserPaused => self.says.push_back(text),
+            TurnState::UserSpeaking | TurnState::UserPaused => {
+                self.says.push_back(Waiting::Say(text));
+            }
             TurnState::BotThinking | TurnState::BotSpeaking => {
                 let cut = self.epoch;
                 self.epoch = self.epoch.next();
@@ -605,8 +631,35 @@ impl TurnMachine {
         if self.says.len() >= SAY_QUEUE_CAPACITY {
             return false;
         }
-        self.says.push_back(text);
+        self.says.push_back(Waiting::Say(text));
         true
+    }
+
+    /// A `respond` arrived: the model answers over the conversation as it
+    /// stands, without a caller turn. When the bot is idle the answer starts
+    /// at once ([`Action::Respond`]); while the bot speaks it waits in the
+    /// queue of says, after them; while the caller holds the floor it waits
+    /// too, and the answer to the caller's turn (which reads the same
+    /// conversation) spends it: only a turn that ends without words leaves it
+    /// to run. One respond waits at most (another one is the same request).
+    /// A barge-in or an interrupting say drops a waiting respond, and
+    /// cancels a running one like any answer. Returns false when it is
+    /// refused (a full queue, an ended call).
+    pub fn handle_respond(&mut self, _now: Instant) -> bool {
+        match self.state {
+            TurnState::Ended => false,
+            TurnState::Listening if self.says.is_empty() => {
+                self.idle_deadline = None;
+                self.respond();
+                true
+            }
+            _ if self.says.contains(&Waiting::Respond) => true,
+            _ if self.says.len() >= SAY_QUEUE_CAPACITY => false,
+            _ => {
+                self.says.push_back(Waiting::Respond);
+                true
+            }
+        }
     }
 
     /// The caller hung up or the call is being ended from outside.
@@ -845,6 +898,8 @@ impl TurnMachine {
         self.speculator.reset();
         self.turn.finals = text.clone();
         self.turn.finals_pending = 0;
+        // This answer reads the conversation as it stands: it is the respond.
+        self.says.retain(|w| *w != Waiting::Respond);
         self.counters.responses += 1;
         self.mark(TurnEvent::LlmRequest, now);
         self.actions.push_back(Action::StartResponse {
@@ -895,10 +950,7 @@ impl TurnMachine {
             return;
         }
         self.state = TurnState::Listening;
-        match self.says.pop_front() {
-            Some(say) => self.speak(say, SpeakKind::Say),
-            None => self.arm_idle(now),
-        }
+        self.next_after_response(now);
     }
 
     fn take_back(&mut self) {
@@ -1018,6 +1070,15 @@ impl TurnMachine {
             speech_start,
         });
         self.state = TurnState::UserSpeaking;
+    }
+
+    /// Starts an answer without a caller turn, in the current epoch.
+    fn respond(&mut self) {
+        self.counters.responses += 1;
+        self.actions
+            .push_back(Action::Respond { epoch: self.epoch });
+        self.responding_to_user = false;
+        self.state = TurnState::BotThinking;
     }
 
     fn speak(&mut self, text: String, kind: SpeakKind) {

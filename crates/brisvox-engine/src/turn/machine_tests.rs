@@ -1196,3 +1196,70 @@ fn a_gated_partial_is_offered_when_it_held_still() {
     assert!(speculations(&d.advance_to(1299)).is_empty());
     assert_eq!(speculations(&d.advance_to(1300)), ["book a table"]);
 }
+
+fn responds(actions: &[Action]) -> Vec<Epoch> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Respond { epoch } => Some(*epoch),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_respond_while_idle_starts_an_answer_at_once_and_one_while_the_bot_speaks_waits() {
+    let mut d = Driver::new(TurnConfig::default());
+    assert!(d.m.handle_respond(d.at(50)));
+    assert_eq!(responds(&d.drain()), [Epoch(0)]);
+    assert_eq!(d.m.state(), TurnState::BotThinking);
+    d.m.handle_response_finished(d.at(900), Epoch(0));
+    d.drain();
+    let mut d = bot_speaking(TurnConfig::default());
+    assert!(d.m.handle_respond(d.at(1800)));
+    assert!(
+        d.m.handle_respond(d.at(1810)),
+        "a second is the same request"
+    );
+    assert!(responds(&d.drain()).is_empty(), "the bot is speaking");
+    d.m.handle_response_finished(d.at(2500), Epoch(1));
+    assert_eq!(responds(&d.drain()), [Epoch(1)], "once, when it is free");
+    assert_eq!(d.m.counters().responses, 2);
+}
+
+#[test]
+fn a_respond_while_the_caller_speaks_is_spent_by_the_answer_to_the_turn() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.speech(100, 164);
+    assert!(d.m.handle_respond(d.at(300)));
+    let out = d.user_turn(100, 1000, "hi");
+    assert!(responds(&out).is_empty(), "{out:?}");
+    assert_eq!(responses(&out).len(), 1);
+    d.m.handle_response_finished(d.at(2500), Epoch(1));
+    assert!(
+        responds(&d.drain()).is_empty(),
+        "spent by the turn's answer"
+    );
+    // A turn without words leaves it to run.
+    d.speech(3000, 3064);
+    assert!(d.m.handle_respond(d.at(3100)));
+    d.stop(3400, 3500);
+    d.verdict(3525, COMPLETE);
+    let out = d.final_(3650, "");
+    assert_eq!(responds(&out), [Epoch(2)], "{out:?}");
+}
+
+#[test]
+fn a_barge_in_cancels_a_respond_and_drops_a_waiting_one_and_an_ended_call_refuses_it() {
+    let mut d = Driver::new(TurnConfig::default());
+    assert!(d.m.handle_respond(d.at(50)));
+    d.m.handle_response_audio_started(d.at(600), Epoch(0));
+    assert!(d.m.handle_respond(d.at(700)), "waits for the answer");
+    let out = d.speech(1000, 1064);
+    let out = [out, d.advance_to(3000)].concat();
+    assert_eq!(interrupts(&out), 1, "{out:?}");
+    assert_eq!(d.m.counters().barge_ins, 1);
+    assert!(d.m.says.is_empty(), "the waiting respond is dropped");
+    d.m.handle_hangup(d.at(3100));
+    assert!(!d.m.handle_respond(d.at(3200)));
+}

@@ -1,6 +1,7 @@
 //! Shared helpers: an in-process server on 127.0.0.1:0 and small clients.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod agent_link;
 pub mod carrier;
 pub mod rest;
 
