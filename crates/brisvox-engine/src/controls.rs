@@ -87,6 +87,16 @@ pub enum Control {
         /// Why, for the logs.
         reason: String,
     },
+    /// Hand the call over to someone else: the route connects the caller to
+    /// `to` (an E.164 number or a `sip:` URI) through its carrier and the
+    /// stream ends. The engine ends the call at once, like [`Control::Hangup`],
+    /// and `run_call` returns with [`CallEnd::Transferred`](crate::CallEnd::Transferred);
+    /// whoever asks says goodbye first (the server's built-in `transfer_call`
+    /// tool waits for its `say` to play out).
+    Transfer {
+        /// Where to, as given (the route checks it).
+        to: String,
+    },
     /// A control the route could not read (malformed, unknown, refused): the
     /// engine reports it as [`EngineEvent::ControlRejected`](crate::EngineEvent::ControlRejected)
     /// with this stable `code`, so no bad control goes unanswered.

@@ -88,7 +88,7 @@ pub struct EarlyAnalysisCounters {
 }
 
 /// How the call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallEnd {
     /// The caller hung up (the transport source ended).
     Hangup,
@@ -101,6 +101,12 @@ pub enum CallEnd {
     /// A [`Control::Hangup`](crate::edge::Control::Hangup) ended it (the
     /// agent, the application or the server asked).
     Requested,
+    /// A [`Control::Transfer`](crate::edge::Control::Transfer) ended it: the
+    /// route hands the phone call over to `to`.
+    Transferred {
+        /// Where to, as the control gave it.
+        to: String,
+    },
 }
 
 /// What speculative LLM runs did in a call (all zero when speculation is

@@ -2,7 +2,8 @@
 //! spoken by the TTS and heard at the transport, an interrupting `say` cuts
 //! the bot (a clear; not a barge-in), a DTMF key and a metadata update become
 //! events and the metadata is in the call's context, a bad control is
-//! answered with `ControlRejected`, and a hang-up request ends the call.
+//! answered with `ControlRejected`, and a hang-up request ends the call (a
+//! transfer too, naming where to).
 //! (Paused clock, energy VAD, fixed "complete" verdict, fixed mock latencies.)
 
 mod common;
@@ -147,5 +148,35 @@ async fn say_dtmf_metadata_and_hangup() {
     assert!(
         second.abs_diff(frames_for(short)) <= 2,
         "the whole say: {second}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_transfer_ends_the_call_naming_where_to() {
+    let mocks = Mocks::fixed(1);
+    let caller = SimCaller::new(vec![0i16; 16 * 8_000]).with_control(
+        ms(300),
+        Control::Transfer {
+            to: "+15550199".into(),
+        },
+    );
+    let t0 = tokio::time::Instant::now();
+    let report = run_call(
+        sim_config(),
+        CallEdge::new(caller, RecordingSink::new().0),
+        mocks.providers(),
+        Models::energy_and_complete(),
+    )
+    .await
+    .expect("a valid config");
+    assert_eq!(
+        report.end,
+        CallEnd::Transferred {
+            to: "+15550199".into()
+        }
+    );
+    assert!(
+        t0.elapsed() < ms(1_000),
+        "ended at the control, not when the audio ran out"
     );
 }

@@ -28,7 +28,6 @@ use brisvox_agent_link::{
     AgentLink, AgentLinkConfig, Command, CommandFrame, ContextRole, Event, LinkHandle, LinkStats,
     PROTOCOL_VERSION, ToolSpec,
 };
-use brisvox_core::Epoch;
 use brisvox_engine::{
     CallEnd, CallSource, ContextUpdate, Control, EngineEvent, EventObserver, Inbound,
     MessagesUpdate, ToolExecutor, ToolInvocation, ToolOutcome,
@@ -38,8 +37,10 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::after_say::AfterSay;
 use crate::agent::AgentLinkSettings;
 use crate::handler::{CallStart, CallTransport};
+use crate::transfer_tool::TransferTool;
 use crate::webhook::CallWebhooks;
 
 /// Controls from the agent waiting for the engine, at most.
@@ -82,19 +83,21 @@ impl AgentLinks {
         let (handle, commands, task) = AgentLink::start(self.config.clone(), call_started(start));
         let (controls_tx, controls) = mpsc::channel(CONTROL_CAPACITY);
         let tools = Arc::new(AgentTools::new(handle.clone()));
-        let goodbye = Arc::new(Goodbye::default());
+        let goodbye = AfterSay::new(controls_tx.clone());
+        let asked = Arc::new(AtomicBool::new(false));
         let server = tokio::spawn(serve_commands(CommandContext {
             commands,
-            controls: controls_tx.clone(),
+            controls: controls_tx,
             handle: handle.clone(),
             tools: Arc::clone(&tools),
             goodbye: Arc::clone(&goodbye),
+            asked: Arc::clone(&asked),
         }));
         CallAgentLink {
             observer: Arc::new(LinkObserver {
                 handle: handle.clone(),
                 goodbye,
-                controls: controls_tx,
+                asked,
             }),
             controls: Some(controls),
             handle,
@@ -160,7 +163,7 @@ impl CallAgentLink {
     /// The call ended (`end`, or `None` when it failed): sends `call.ended`,
     /// waits a little for the link to close, and books its statistics.
     pub async fn finish(self, end: Option<&CallEnd>) {
-        let reason = end_reason(end, self.observer.goodbye.asked());
+        let reason = end_reason(end, self.observer.asked.load(Ordering::Relaxed));
         self.handle.end(reason);
         self.server.abort();
         let stats = match tokio::time::timeout(CLOSE_LIMIT, self.task).await {
@@ -198,63 +201,8 @@ fn end_reason(end: Option<&CallEnd>, agent_asked: bool) -> &'static str {
         Some(CallEnd::Machine(brisvox_engine::turn::EndReason::MaxDuration)) => "max_duration",
         Some(CallEnd::SttLost) => "stt_lost",
         Some(CallEnd::TransportClosed) => "transport_closed",
+        Some(CallEnd::Transferred { .. }) => "transferred",
         None => "error",
-    }
-}
-
-/// The goodbye of a `call.end` with `say`: the call hangs up when it has
-/// played out (or was cut), or after [`GOODBYE_LIMIT`].
-#[derive(Debug, Default)]
-struct Goodbye {
-    state: Mutex<Option<GoodbyeState>>,
-    asked: AtomicBool,
-}
-
-#[derive(Debug)]
-struct GoodbyeState {
-    text: String,
-    epoch: Option<Epoch>,
-}
-
-impl Goodbye {
-    fn expect(&self, text: &str) {
-        self.asked.store(true, Ordering::Relaxed);
-        *self.lock() = Some(GoodbyeState {
-            text: text.to_owned(),
-            epoch: None,
-        });
-    }
-
-    fn asked(&self) -> bool {
-        self.asked.load(Ordering::Relaxed)
-    }
-
-    /// True when `event` ends the goodbye's speech.
-    fn done_by(&self, event: &EngineEvent) -> bool {
-        let mut state = self.lock();
-        let Some(goodbye) = state.as_mut() else {
-            return false;
-        };
-        match event {
-            EngineEvent::BotText { epoch, text }
-                if goodbye.epoch.is_none() && goodbye.text.contains(text.trim()) =>
-            {
-                goodbye.epoch = Some(*epoch);
-                false
-            }
-            EngineEvent::BotSpeakingStopped { epoch }
-            | EngineEvent::Interrupted { old: epoch, .. }
-                if goodbye.epoch == Some(*epoch) =>
-            {
-                *state = None;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<GoodbyeState>> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -268,16 +216,13 @@ fn hangup() -> Control {
 #[derive(Debug)]
 struct LinkObserver {
     handle: LinkHandle,
-    goodbye: Arc<Goodbye>,
-    controls: mpsc::Sender<Control>,
+    goodbye: Arc<AfterSay>,
+    asked: Arc<AtomicBool>,
 }
 
 impl EventObserver for LinkObserver {
     fn observe(&self, event: &EngineEvent) {
-        if self.goodbye.done_by(event) {
-            // A full queue: the goodbye's time limit hangs up instead.
-            let _ = self.controls.try_send(hangup());
-        }
+        self.goodbye.observe(event);
         if let Some(event) = link_event(event) {
             self.handle.event(event);
         }
@@ -338,24 +283,15 @@ struct CommandContext {
     controls: mpsc::Sender<Control>,
     handle: LinkHandle,
     tools: Arc<AgentTools>,
-    goodbye: Arc<Goodbye>,
+    /// The goodbye of a `call.end` with `say`: the hang-up once it played.
+    goodbye: Arc<AfterSay>,
+    /// The agent asked to end the call.
+    asked: Arc<AtomicBool>,
 }
 
 /// Carries out the agent's commands until the link ends.
 async fn serve_commands(mut cx: CommandContext) {
-    let mut goodbye_deadline: Option<tokio::time::Instant> = None;
-    loop {
-        let frame = tokio::select! {
-            frame = cx.commands.recv() => frame,
-            () = sleep_until(goodbye_deadline), if goodbye_deadline.is_some() => {
-                goodbye_deadline = None;
-                let _ = cx.controls.send(hangup()).await;
-                continue;
-            }
-        };
-        let Some(CommandFrame { re, command }) = frame else {
-            return;
-        };
+    while let Some(CommandFrame { re, command }) = cx.commands.recv().await {
         match command {
             Command::Say { text, interrupt } => {
                 let _ = cx.controls.send(Control::Say { text, interrupt }).await;
@@ -374,16 +310,11 @@ async fn serve_commands(mut cx: CommandContext) {
             Command::CallEnd {
                 say: Some(text), ..
             } if !text.trim().is_empty() => {
-                cx.goodbye.expect(&text);
-                let say = Control::Say {
-                    text,
-                    interrupt: false,
-                };
-                let _ = cx.controls.send(say).await;
-                goodbye_deadline = Some(tokio::time::Instant::now() + GOODBYE_LIMIT);
+                cx.asked.store(true, Ordering::Relaxed);
+                cx.goodbye.say_then(text, hangup(), GOODBYE_LIMIT).await;
             }
             Command::CallEnd { .. } => {
-                cx.goodbye.asked.store(true, Ordering::Relaxed);
+                cx.asked.store(true, Ordering::Relaxed);
                 let _ = cx.controls.send(hangup()).await;
             }
             other => cx.handle.event(Event::Error {
@@ -412,13 +343,6 @@ fn context_update(
                 })
                 .collect(),
         }),
-    }
-}
-
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
     }
 }
 
@@ -478,37 +402,55 @@ impl ToolExecutor for AgentTools {
     }
 }
 
-/// A call's tools: the agent file's webhooks, then the agent's own (a name
-/// both declare is the webhook's).
+/// A call's tools: the built-in `transfer_call`, the agent file's webhooks,
+/// then the agent's own (a name declared twice is the first one's).
 #[derive(Debug)]
 pub struct CallTools {
+    /// `[telephony.transfer]`'s `transfer_call` (phone calls only).
+    pub transfer: Option<Arc<TransferTool>>,
     /// The agent file's `[[tools]]`.
     pub webhooks: Option<CallWebhooks>,
     /// The agent link's tools.
     pub agent: Option<Arc<AgentTools>>,
 }
 
+impl CallTools {
+    /// The executors, in order of precedence.
+    fn executors(&self) -> impl Iterator<Item = &dyn ToolExecutor> {
+        let transfer = self.transfer.as_deref().map(|t| t as &dyn ToolExecutor);
+        let webhooks = self.webhooks.as_ref().map(|w| w as &dyn ToolExecutor);
+        let agent = self.agent.as_deref().map(|a| a as &dyn ToolExecutor);
+        [transfer, webhooks, agent].into_iter().flatten()
+    }
+}
+
 impl ToolExecutor for CallTools {
     fn definitions(&self) -> Arc<[ToolDefinition]> {
-        let webhooks = self.webhooks.as_ref().map(ToolExecutor::definitions);
-        let agent = self.agent.as_ref().map(|a| a.definitions());
-        match (webhooks, agent) {
-            (Some(w), None) => w,
-            (None, Some(a)) => a,
-            (None, None) => Arc::from([]),
-            (Some(w), Some(a)) => {
-                let agent_only = a.iter().filter(|t| !w.iter().any(|d| d.name == t.name));
-                w.iter().chain(agent_only).cloned().collect()
+        let mut sets = self.executors().map(ToolExecutor::definitions);
+        let Some(first) = sets.next() else {
+            return Arc::from([]);
+        };
+        let mut all: Option<Vec<ToolDefinition>> = None;
+        for set in sets {
+            let list = all.get_or_insert_with(|| first.to_vec());
+            for tool in set.iter() {
+                if !list.iter().any(|d| d.name == tool.name) {
+                    list.push(tool.clone());
+                }
             }
         }
+        all.map_or(first, Arc::from)
     }
 
     fn invoke(&self, call: ToolInvocation) -> BoxFuture<'static, ToolOutcome> {
-        match (&self.webhooks, &self.agent) {
-            (Some(w), _) if w.serves(&call.name) => w.invoke(call),
-            (_, Some(a)) => a.invoke(call),
-            (Some(w), None) => w.invoke(call),
-            (None, None) => {
+        let serving = self
+            .executors()
+            .find(|e| e.definitions().iter().any(|d| d.name == call.name))
+            // The agent's tools may change under the model: the last executor answers.
+            .or_else(|| self.executors().last());
+        match serving {
+            Some(executor) => executor.invoke(call),
+            None => {
                 let outcome = ToolOutcome::error(format!("unknown tool {}", call.name));
                 Box::pin(std::future::ready(outcome))
             }
@@ -516,18 +458,38 @@ impl ToolExecutor for CallTools {
     }
 }
 
-/// The route's source with the agent's controls merged in. The call ends
-/// when the route's source does; the agent's side may end first.
+/// The route's source with the agent's controls (and the server's own, from
+/// its built-in tools) merged in. The call ends when the route's source
+/// does; the other sides may end first.
 #[derive(Debug)]
 pub struct LinkedSource<S> {
     route: S,
     agent: Option<mpsc::Receiver<Control>>,
+    server: Option<mpsc::Receiver<Control>>,
 }
 
 impl<S: CallSource> LinkedSource<S> {
     /// `route`, with `agent`'s controls when the call has a link.
     pub fn new(route: S, agent: Option<mpsc::Receiver<Control>>) -> Self {
-        LinkedSource { route, agent }
+        LinkedSource {
+            route,
+            agent,
+            server: None,
+        }
+    }
+
+    /// Also merges `server`'s controls (the built-in tools').
+    pub fn with_server_controls(mut self, server: Option<mpsc::Receiver<Control>>) -> Self {
+        self.server = server;
+        self
+    }
+}
+
+/// The next control of `rx`; never ready without one.
+async fn next_control(rx: &mut Option<mpsc::Receiver<Control>>) -> Option<Control> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 
@@ -537,20 +499,29 @@ impl<S: CallSource> CallSource for LinkedSource<S> {
     /// Cancel safe: both receivers are, and an item is taken only when returned.
     async fn recv(&mut self) -> Option<Inbound> {
         loop {
-            let Some(agent) = self.agent.as_mut() else {
+            if self.agent.is_none() && self.server.is_none() {
                 return self.route.recv().await;
-            };
-            tokio::select! {
+            }
+            let control = tokio::select! {
                 biased;
                 item = self.route.recv() => return item,
-                control = agent.recv() => match control {
-                    Some(control) => {
-                        let at = tokio::time::Instant::now().into_std();
-                        return Some(Inbound::Control { control, at });
+                control = next_control(&mut self.agent) => match control {
+                    Some(control) => control,
+                    None => {
+                        self.agent = None;
+                        continue;
                     }
-                    None => self.agent = None,
                 },
-            }
+                control = next_control(&mut self.server) => match control {
+                    Some(control) => control,
+                    None => {
+                        self.server = None;
+                        continue;
+                    }
+                },
+            };
+            let at = tokio::time::Instant::now().into_std();
+            return Some(Inbound::Control { control, at });
         }
     }
 }

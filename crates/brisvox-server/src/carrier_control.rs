@@ -6,7 +6,11 @@
 //! [`CarrierControls::perform`] after its call ended from the server's side:
 //! off the media path (the call's slot is already free), bounded by
 //! [`CONTROL_TIMEOUT`], its result logged and counted in
-//! `brisvox_call_control_total{carrier, action, result}`.
+//! `brisvox_call_control_total{carrier, action, result}` (`action`:
+//! `hang_up`, `transfer`; `result`: `ok`, `refused` (an error status),
+//! `failed` (no answer), `unsupported` (no access configured, or an action
+//! the carrier does not offer), `invalid` (a transfer target that is neither
+//! a number nor a SIP URI, counted by the route)).
 
 use std::time::Duration;
 
@@ -126,7 +130,8 @@ impl CarrierControls {
         let result = match &res {
             Ok(()) => "ok",
             Err(ControlFailed::Refused { .. }) => "refused",
-            Err(_) => "failed",
+            Err(ControlFailed::NotConfigured { .. } | ControlFailed::Build(_)) => "unsupported",
+            Err(ControlFailed::Failed { .. }) => "failed",
         };
         let name = match action {
             CallAction::HangUp => "hang_up",
@@ -155,6 +160,14 @@ impl CarrierControls {
         call_id: &str,
         action: &CallAction,
     ) -> Result<(), ControlFailed> {
+        if carrier == Carrier::Exotel {
+            // Exotel documents no REST call control for a Voicebot stream.
+            return Err(ControlError::Unsupported {
+                carrier: carrier.as_str(),
+                action: action.name(),
+            }
+            .into());
+        }
         let control = self.get(carrier).ok_or(ControlFailed::NotConfigured {
             carrier: carrier.as_str(),
         })?;

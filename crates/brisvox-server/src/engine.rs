@@ -17,25 +17,31 @@ use brisvox_engine::turn::{
     TurnPolicy as EnginePolicy,
 };
 use brisvox_engine::{
-    CallEdge, EarlyAnalysisConfig, EngineConfig, EventObserver, Models, Providers, VadSource,
-    VerdictSource,
+    CallEdge, Control, EarlyAnalysisConfig, EngineConfig, EventObserver, Models, Providers,
+    VadSource, VerdictSource,
 };
 use brisvox_models::pool::{InferencePool, PoolConfig};
 use brisvox_models::smart_turn::{SmartTurnService, SmartTurnServiceConfig};
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::{SileroModel, SileroRate};
+use tokio::sync::mpsc;
 
 use crate::admission::{DEFAULT_QUEUE_CONFIRM, PoolPressure, QueueDepthGuard};
 use crate::agent::{AgentSettings, Language, LlmProvider, TurnAnalyzer, TurnPolicy, VadDetector};
 use crate::agent_link::{AgentLinkTotals, AgentLinks, CallAgentLink, CallTools, LinkedSource};
-use crate::handler::{CallFailed, CallFuture, CallHandler, CallStart, RouteEdge};
+use crate::handler::{CallFailed, CallFuture, CallHandler, CallStart, CallTransport, RouteEdge};
 use crate::providers::{build_providers, language_code};
 pub use crate::setup_error::EngineSetupError;
+use crate::transfer_tool::TransferTool;
 
 /// VAD windows waiting in the batched service above which new calls are
 /// refused, once that has lasted [`DEFAULT_QUEUE_CONFIRM`]: about four windows
 /// per call of 64 calls, far more than a healthy server ever queues.
 pub const VAD_PRESSURE_WINDOWS: usize = 256;
+
+/// Controls of the built-in tools waiting for the engine, at most (a say and
+/// a transfer).
+const TRANSFER_CONTROLS: usize = 4;
 
 /// Runs every call of the process through the engine.
 pub struct EngineCallHandler {
@@ -153,12 +159,22 @@ impl CallHandler for EngineCallHandler {
             .as_ref()
             .map(|w| w.for_call(&start.call_id, start.metadata.clone()));
         let agent = link.as_ref().map(CallAgentLink::tools);
-        if webhooks.is_some() || agent.is_some() {
-            providers.tools = Some(Arc::new(CallTools { webhooks, agent }));
+        let (transfer, server_controls) = transfer_tool(&start);
+        if let Some(t) = &transfer {
+            edge.events.observe(t.observer());
         }
+        if webhooks.is_some() || agent.is_some() || transfer.is_some() {
+            providers.tools = Some(Arc::new(CallTools {
+                transfer,
+                webhooks,
+                agent,
+            }));
+        }
+        let source = LinkedSource::new(edge.source, link.as_mut().and_then(|l| l.take_controls()))
+            .with_server_controls(server_controls);
         let edge = CallEdge {
             context: edge.context,
-            source: LinkedSource::new(edge.source, link.as_mut().and_then(|l| l.take_controls())),
+            source,
             sink: edge.sink,
             events: edge.events,
         };
@@ -217,6 +233,21 @@ pub fn engine_config(agent: &AgentSettings, output_rate_hz: u32) -> EngineConfig
         max_tail: Duration::from_millis(u64::from(early.max_tail_ms)),
     });
     config
+}
+
+/// The built-in `transfer_call` of a phone call (`[telephony.transfer]`),
+/// and the receiver of its controls.
+fn transfer_tool(
+    start: &CallStart,
+) -> (Option<Arc<TransferTool>>, Option<mpsc::Receiver<Control>>) {
+    let settings = start.agent.telephony.transfer.as_ref();
+    match (settings, &start.transport) {
+        (Some(settings), CallTransport::Carrier { .. }) => {
+            let (tx, rx) = mpsc::channel(TRANSFER_CONTROLS);
+            (Some(Arc::new(TransferTool::new(settings, tx))), Some(rx))
+        }
+        _ => (None, None),
+    }
 }
 
 /// `[tool_calls]` as the engine's tool settings.

@@ -32,6 +32,7 @@
 //! embedding).
 
 pub mod admission;
+pub mod after_say;
 pub mod agent;
 pub mod agent_link;
 pub mod audio_edge;
@@ -61,6 +62,7 @@ pub mod setup_error;
 pub mod shedding;
 pub mod state;
 pub mod telemetry;
+pub mod transfer_tool;
 pub mod webhook;
 
 mod call_log;

@@ -84,7 +84,7 @@ pub const PROVIDER_ERROR_KINDS: [&str; 9] = [
 ];
 
 /// Every `outcome` label of `brisvox_calls_total` (pre-set to 0).
-pub const CALL_OUTCOMES: [&str; 9] = [
+pub const CALL_OUTCOMES: [&str; 10] = [
     "completed",
     "client_end",
     "disconnected",
@@ -94,6 +94,7 @@ pub const CALL_OUTCOMES: [&str; 9] = [
     "server_draining",
     "start_timeout",
     "unauthorized",
+    "transferred",
 ];
 
 /// Every `reason` label of `brisvox_calls_refused_total` (pre-set to 0).
@@ -155,8 +156,10 @@ pub struct ServerMetrics {
     /// Caller frames dropped because the handler fell behind.
     pub input_frames_dropped_total: IntCounter,
     /// Call-control requests to a carrier's REST API by `carrier`, `action`
-    /// and `result` (`ok`, `refused`: the carrier answered with an error
-    /// status, `failed`: no answer).
+    /// (`hang_up`, `transfer`) and `result` (`ok`, `refused`: the carrier
+    /// answered with an error status, `failed`: no answer, `unsupported`: no
+    /// access configured or an action the carrier lacks, `invalid`: a
+    /// transfer target that is neither a number nor a SIP URI).
     pub call_control_total: IntCounterVec,
     /// Call recordings by `result`: `written`, or `failed` (a full disk, the
     /// directory's budget; the call itself goes on).

@@ -79,6 +79,9 @@ pub(crate) enum Outcome {
     StartTimeout,
     /// A carrier stream without the route's token in its parameters.
     Unauthorized,
+    /// The handler handed the call over ([`CallEnd::Transferred`]): a
+    /// carrier route transfers the phone call through the carrier's REST API.
+    Transferred,
 }
 
 impl Outcome {
@@ -93,6 +96,7 @@ impl Outcome {
             Self::Drained => "server_draining",
             Self::StartTimeout => "start_timeout",
             Self::Unauthorized => "unauthorized",
+            Self::Transferred => "transferred",
         }
     }
 
@@ -108,8 +112,9 @@ impl Outcome {
     }
 
     /// The outcome of a call its handler ended with `end`.
-    fn of_handler(end: CallEnd) -> Self {
+    fn of_handler(end: &CallEnd) -> Self {
         match end {
+            CallEnd::Transferred { .. } => Self::Transferred,
             CallEnd::Machine(EndReason::MaxDuration) => Self::MaxDuration,
             CallEnd::TransportClosed => Self::Disconnected,
             _ => Self::Completed,
@@ -227,6 +232,15 @@ fn call_events(
 /// The result of a call handler's task.
 type HandlerResult = Result<Result<CallEnd, CallFailed>, tokio::task::JoinError>;
 
+/// How a driven call ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ended {
+    /// The outcome, as counted.
+    pub(crate) outcome: Outcome,
+    /// Where the handler transferred the call ([`Outcome::Transferred`]).
+    pub(crate) transfer_to: Option<String>,
+}
+
 /// Runs an admitted, started call: spawns the writer and the handler on the
 /// call's edge, runs the route's `reader` until the call ends from any side,
 /// then closes and frees the call's slot ([`finish`]); returns how it ended.
@@ -236,7 +250,7 @@ pub(crate) async fn drive_call<W, F, Fut>(
     permit: CallPermit,
     wire: W,
     reader: F,
-) -> Outcome
+) -> Ended
 where
     W: Wire,
     F: FnOnce(RouteIo) -> Fut,
@@ -295,6 +309,10 @@ where
         _ = end_calls.wait_for(|end| *end) => (Outcome::Drained, None),
     };
     drop(reader); // closes the call's input: the engine sees the caller hang up
+    let transfer_to = match &handler_result {
+        Some(Ok(Ok(CallEnd::Transferred { to }))) => Some(to.clone()),
+        _ => None,
+    };
     let failure = match handler_result {
         Some(r) => failure_of(r),
         None => await_handler(handler).await,
@@ -303,7 +321,10 @@ where
         .instrument(span.clone())
         .await;
     span.in_scope(|| finish(state, outcome, permit));
-    outcome
+    Ended {
+        outcome,
+        transfer_to,
+    }
 }
 
 /// Waits for a handler whose input closed, aborting it after the grace.
@@ -332,7 +353,7 @@ fn failure_of(r: HandlerResult) -> Option<CallFailed> {
 
 fn handler_outcome(r: &HandlerResult) -> Outcome {
     match r {
-        Ok(Ok(end)) => Outcome::of_handler(*end),
+        Ok(Ok(end)) => Outcome::of_handler(end),
         _ => Outcome::HandlerError,
     }
 }
@@ -543,6 +564,7 @@ mod tests {
             Outcome::Drained,
             Outcome::StartTimeout,
             Outcome::Unauthorized,
+            Outcome::Transferred,
         ];
         for o in all {
             assert!(crate::metrics::CALL_OUTCOMES.contains(&o.label()), "{o:?}");

@@ -413,7 +413,7 @@ impl CallTrace {
         if let Some(report) = report {
             let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
             span.set_attributes([
-                KeyValue::new("brisvox.call.end", end_label(report.end)),
+                KeyValue::new("brisvox.call.end", end_label(&report.end)),
                 KeyValue::new("brisvox.call.turns", count(report.turn_counters.turns)),
                 KeyValue::new(
                     "brisvox.call.responses",
@@ -465,13 +465,14 @@ const STAGES: &[(&str, &[TurnEvent], TurnEvent)] = &[
 ];
 
 /// How a call ended, as the `brisvox.call.end` attribute says it.
-fn end_label(end: CallEnd) -> &'static str {
+fn end_label(end: &CallEnd) -> &'static str {
     match end {
         CallEnd::Hangup => "hangup",
         CallEnd::Machine(_) => "machine",
         CallEnd::SttLost => "stt_lost",
         CallEnd::TransportClosed => "transport_closed",
         CallEnd::Requested => "requested",
+        CallEnd::Transferred { .. } => "transferred",
     }
 }
 

@@ -11,7 +11,9 @@
 //! the carrier's clear on a barge-in). The start's parameters (minus the
 //! token), caller and callee become the call's metadata. When the server ends
 //! the call, the stream is closed and, where the carrier's REST access is
-//! configured, the phone call is hung up ([`crate::carrier_control`]).
+//! configured, the phone call is hung up ([`crate::carrier_control`]); when
+//! the engine transferred it ([`brisvox_engine::CallEnd::Transferred`]), the
+//! phone call is transferred instead (and hung up if that fails).
 //!
 //! Carriers read no JSON errors, so bad input ends the stream with a close
 //! code only (1002 malformed, 1003 unsupported, 1009 too large); unknown
@@ -23,7 +25,7 @@ use axum::extract::ws::{Message, WebSocket};
 use brisvox_core::AudioFrame;
 use brisvox_engine::{Control, DtmfDigit};
 use brisvox_transport::brisvox_ws::ServerEvent;
-use brisvox_transport::carrier::control::CallAction;
+use brisvox_transport::carrier::control::{CallAction, TransferTarget};
 use brisvox_transport::twilio::{DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_MAX_TEXT_BYTES};
 use brisvox_transport::{
     Carrier, CarrierEncoder, ExotelStream, MediaStream, Outbound, Playout, PlivoStream,
@@ -214,11 +216,16 @@ pub(crate) async fn run(
         playout: Playout::for_format(format),
         frames_since_mark: 0,
     };
-    let outcome = drive_call(&state, call, permit, wire, |io| {
+    let ended = drive_call(&state, call, permit, wire, |io| {
         read_loop(stream, codec, inbound, io)
     })
     .await;
-    if ended_by_server(outcome) && state.controls.hangs_up(carrier) {
+    if let Some(to) = &ended.transfer_to
+        && transfer(&state, carrier, &start.call_id, to).await
+    {
+        return;
+    }
+    if ended_by_server(ended.outcome) && state.controls.hangs_up(carrier) {
         let _ = state
             .controls
             .perform(&state.metrics, carrier, &start.call_id, &CallAction::HangUp)
@@ -226,12 +233,39 @@ pub(crate) async fn run(
     }
 }
 
+/// Transfers the phone call to `to` through the carrier's REST API; false
+/// when it could not be (the caller would be left with nobody: the call is
+/// then hung up like any other the server ended).
+async fn transfer(state: &AppState, carrier: Carrier, call_id: &str, to: &str) -> bool {
+    let action = match TransferTarget::parse(to) {
+        Ok(target) => CallAction::Transfer(target),
+        Err(e) => {
+            tracing::warn!(error = %e, "transfer refused");
+            state
+                .metrics
+                .call_control_total
+                .with_label_values(&[carrier.as_str(), "transfer", "invalid"])
+                .inc();
+            return false;
+        }
+    };
+    state
+        .controls
+        .perform(&state.metrics, carrier, call_id, &action)
+        .await
+        .is_ok()
+}
+
 /// True for the ends the server chose: the phone call would otherwise stay
 /// up with nobody on the stream (Telnyx keeps a call whose stream closed).
 fn ended_by_server(outcome: Outcome) -> bool {
     matches!(
         outcome,
-        Outcome::Completed | Outcome::MaxDuration | Outcome::HandlerError | Outcome::Drained
+        Outcome::Completed
+            | Outcome::MaxDuration
+            | Outcome::HandlerError
+            | Outcome::Drained
+            | Outcome::Transferred
     )
 }
 

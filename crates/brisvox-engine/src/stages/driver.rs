@@ -21,7 +21,8 @@
 //! [`TurnMachine::handle_respond`]), a DTMF digit
 //! becomes an event, metadata is merged into the call's [`CallContext`] (which
 //! the driver owns and returns in the report), a hang-up request ends the call
-//! ([`CallEnd::Requested`]); a control the route could not read, or one the
+//! ([`CallEnd::Requested`]), a transfer ends it naming where to
+//! ([`CallEnd::Transferred`]); a control the route could not read, or one the
 //! machine refuses, becomes [`EngineEvent::ControlRejected`].
 
 use std::future::Future;
@@ -309,6 +310,7 @@ impl TurnDriver {
                 }
             }
             Control::Hangup { .. } => self.end_at(CallEnd::Requested, at),
+            Control::Transfer { to } => self.end_at(CallEnd::Transferred { to }, at),
             Control::Invalid { code, message } => {
                 self.events
                     .emit(EngineEvent::ControlRejected { code, message });

@@ -17,6 +17,7 @@ mod runtime;
 mod server;
 mod telephony;
 mod tools;
+mod transfer;
 
 pub use policy::{
     DEFAULT_INCOMPLETE_TIMEOUT_MS, DEFAULT_SHED_WAIT_MS, DEFAULT_SILENCE_MS, EarlyAnalysisSettings,
@@ -46,6 +47,7 @@ pub use tools::{
     AgentLinkSettings, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_WEBHOOK_TIMEOUT_MS, ToolCallSettings,
     ToolSettings, WebhookMethod, WebhookSettings,
 };
+pub use transfer::{MAX_TRANSFER_DESTINATIONS, TransferDestination, TransferSettings};
 
 use std::path::{Path, PathBuf};
 

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AgentError;
 use super::providers::EnvLookup;
+use super::transfer::TransferSettings;
 use crate::secret::SecretSetting;
 
 /// `[telephony]`.
@@ -51,6 +52,10 @@ pub struct TelephonySettings {
     /// `[telephony.exotel]`: serves `/exotel`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exotel: Option<ExotelSettings>,
+    /// `[telephony.transfer]`: offers the model the built-in `transfer_call`
+    /// tool on phone calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transfer: Option<TransferSettings>,
 }
 
 impl Default for TelephonySettings {
@@ -64,6 +69,7 @@ impl Default for TelephonySettings {
             plivo: None,
             vonage: None,
             exotel: None,
+            transfer: None,
         }
     }
 }
@@ -223,6 +229,9 @@ impl TelephonySettings {
         }
         if let Some(v) = &mut self.vonage {
             v.check(env)?;
+        }
+        if let Some(t) = &self.transfer {
+            t.check()?;
         }
         Ok(())
     }

@@ -72,18 +72,28 @@ pub async fn engine_server(
     sections: &str,
     observer: Option<Arc<dyn brisvox_engine::EventObserver>>,
 ) -> RunningServer {
+    engine_server_with_env(top, sections, observer, &|n| Some(format!("tok-{n}"))).await
+}
+
+/// [`engine_server`], the agent file's `${NAME}`s read through `env`.
+pub async fn engine_server_with_env(
+    top: &str,
+    sections: &str,
+    observer: Option<Arc<dyn brisvox_engine::EventObserver>>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> RunningServer {
     let greeting = if top.contains("greeting") {
         ""
     } else {
         "greeting = \"\"\n"
     };
     let toml = format!("{greeting}{top}\n{MOCK_ENGINE}{sections}\n");
-    let agent = AgentSettings::from_toml_str(&toml, &|n| Some(format!("tok-{n}"))).unwrap();
+    let agent = AgentSettings::from_toml_str(&toml, env).unwrap();
     let mut handler = brisvox_server::engine::EngineCallHandler::new(&agent).unwrap();
     if let Some(observer) = observer {
         handler = handler.with_observer(observer);
     }
-    server_with(&toml, Arc::new(handler)).await
+    server_with_env(&toml, Arc::new(handler), env).await
 }
 
 /// Reads until an event of `kind`, returning the events and the count of

@@ -84,7 +84,8 @@ pub enum CallAction {
 }
 
 impl CallAction {
-    fn name(&self) -> &'static str {
+    /// The action's name, for messages (`hang up`, `transfer`).
+    pub fn name(&self) -> &'static str {
         match self {
             Self::HangUp => "hang up",
             Self::Transfer(_) => "transfer",

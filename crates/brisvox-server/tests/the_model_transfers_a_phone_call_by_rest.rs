@@ -1,0 +1,266 @@
+//! The built-in `transfer_call` tool ends a phone call by handing it over:
+//! a caller on a carrier route speaks, the (mock) model calls `transfer_call`
+//! with one of the agent file's destinations, the configured `say` is heard,
+//! the stream closes and the carrier's REST API is asked to transfer the
+//! call, against a local fake of that API checking method, path, auth and
+//! body: Twilio (`<Dial>` TwiML), Telnyx (`actions/transfer` to a SIP URI),
+//! Vonage (an NCCO `connect`).
+//! A carrier without a REST transfer (Plivo) is counted `unsupported` and the
+//! call is hung up instead; Exotel has no REST access at all.
+//! `brisvox_call_control_total` and `brisvox_calls_total` count each.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use brisvox_engine::{EngineEvent, EventObserver};
+use brisvox_transport::Carrier;
+use brisvox_transport::carrier::emulator::ServerCommand;
+use common::carrier::{FakeCarrier, Heard, test_format};
+use common::rest::{FakeApi, Received, fake_api};
+use futures_util::SinkExt;
+use tokio_tungstenite::tungstenite::Message;
+
+/// The text the bot handed to the TTS, in order.
+#[derive(Default)]
+struct BotText(Mutex<Vec<String>>);
+
+impl EventObserver for BotText {
+    fn observe(&self, event: &EngineEvent) {
+        if let EngineEvent::BotText { text, .. } = event {
+            self.0.lock().unwrap().push(text.clone());
+        }
+    }
+}
+
+fn agent(carrier: Carrier, base: &str) -> String {
+    let access = match carrier {
+        Carrier::Twilio => {
+            "account_sid = \"AC0123\"\nauth_token = \"${TW}\"\nvalidate_signature = false"
+        }
+        Carrier::Telnyx => "api_key = \"${TELNYX_KEY}\"",
+        Carrier::Plivo => "auth_id = \"MA0123\"\nauth_token = \"${PLIVO}\"",
+        Carrier::Vonage => "application_id = \"app-1\"\nprivate_key = \"${VONAGE_KEY}\"",
+        _ => "",
+    };
+    let api_base = if access.is_empty() {
+        String::new()
+    } else {
+        format!("api_base = \"{base}\"")
+    };
+    format!(
+        r#"
+[llm.mock]
+first_token_ms = 20
+token_interval_ms = 5
+tool_calls = [{{ when_heard = "mock transcript", tool = "transfer_call", arguments = '{{"destination":"{dest}"}}' }}]
+
+[telephony.{name}]
+{access}
+{api_base}
+
+[telephony.transfer]
+say = "Please hold."
+destinations = [
+  {{ name = "sales", to = "+15550100", description = "New orders." }},
+  {{ name = "desk", to = "sip:desk@pbx.example.com", description = "Anything else." }},
+]
+"#,
+        dest = if carrier == Carrier::Telnyx {
+            "desk"
+        } else {
+            "sales"
+        },
+        name = carrier.as_str(),
+    )
+}
+
+/// Speaks (600 ms of tone, then silence) in real time, echoing marks, until
+/// the server closes the stream; returns its close code.
+async fn speak_until_closed(fake: &mut FakeCarrier) -> Option<u16> {
+    let deadline = tokio::time::Instant::now() + common::WAIT;
+    for n in 0.. {
+        assert!(tokio::time::Instant::now() < deadline, "the call went on");
+        let media = fake.emu.media(&fake.frame(n < 30, n));
+        let msg = match media {
+            brisvox_transport::Outbound::Text(t) => Message::text(t),
+            brisvox_transport::Outbound::Binary(b) => Message::binary(b),
+        };
+        // The server may already be closing: what it did not read is moot.
+        let _ = fake.ws.send(msg).await;
+        let until = tokio::time::Instant::now() + Duration::from_millis(20);
+        while let Ok(heard) = tokio::time::timeout_at(until, fake.next()).await {
+            match heard {
+                Heard::Closed(code) => return code,
+                Heard::Command(ServerCommand::Mark(name)) => {
+                    let echo = fake.emu.mark_echo(&name);
+                    let _ = fake.ws.send(into_message(echo)).await;
+                }
+                Heard::Command(_) => {}
+            }
+        }
+    }
+    unreachable!()
+}
+
+fn into_message(out: brisvox_transport::Outbound) -> Message {
+    match out {
+        brisvox_transport::Outbound::Text(t) => Message::text(t),
+        brisvox_transport::Outbound::Binary(b) => Message::binary(b),
+    }
+}
+
+/// A call of `carrier` the model transfers; the bot's text and the server.
+async fn transferred_call(
+    carrier: Carrier,
+    api: &FakeApi,
+) -> (Arc<BotText>, brisvox_server::serve::RunningServer) {
+    let said = Arc::new(BotText::default());
+    let toml = agent(carrier, &api.base());
+    let srv = common::engine_server_with_env("", &toml, Some(said.clone()), &env).await;
+    let ws = common::connect(srv.local_addr(), &format!("/{}", carrier.as_str())).await;
+    let mut fake = FakeCarrier::with_ids(ws, carrier, test_format(carrier), "call-7");
+    fake.open(serde_json::json!({})).await;
+    // The caller streams to the end, so its own write may meet the closed
+    // socket before it reads the close frame: then there is no code to see.
+    let code = speak_until_closed(&mut fake).await;
+    assert!(matches!(code, None | Some(1000)), "closed with {code:?}");
+    common::wait_metric(
+        srv.local_addr(),
+        "brisvox_calls_total{outcome=\"transferred\"} 1",
+    )
+    .await;
+    (said, srv)
+}
+
+const VONAGE_KEY: &str = include_str!("../../brisvox-transport/tests/fixtures/vonage_test_key.pem");
+
+fn env(name: &str) -> Option<String> {
+    Some(match name {
+        "VONAGE_KEY" => VONAGE_KEY.to_owned(),
+        other => format!("tok-{other}"),
+    })
+}
+
+fn basic(user: &str, password: &str) -> String {
+    let raw = format!("{user}:{password}");
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(raw)
+    )
+}
+
+/// The form field `name` of the request's body, decoded.
+fn form_field(req: &Received, name: &str) -> String {
+    let body = req.body_text();
+    let value = body
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(&format!("{name}=")))
+        .unwrap_or_default()
+        .replace('+', " ");
+    let bytes = value.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap();
+            out.push(u8::from_str_radix(hex, 16).unwrap());
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twilio_dials_the_destination_after_the_say() {
+    let mut api = fake_api(200).await;
+    let (said, srv) = transferred_call(Carrier::Twilio, &api).await;
+    let req = api.next().await;
+    assert_eq!(req.method, "POST");
+    assert_eq!(req.path, "/2010-04-01/Accounts/AC0123/Calls/call-7.json");
+    assert_eq!(req.header("authorization"), basic("AC0123", "tok-TW"));
+    assert_eq!(
+        form_field(&req, "Twiml"),
+        r#"<?xml version="1.0" encoding="UTF-8"?><Response><Dial>+15550100</Dial></Response>"#
+    );
+    let text = said.0.lock().unwrap().join(" ");
+    assert!(text.ends_with("Please hold."), "the say came last: {text}");
+    common::wait_metric(
+        srv.local_addr(),
+        "brisvox_call_control_total{action=\"transfer\",carrier=\"twilio\",result=\"ok\"} 1",
+    )
+    .await;
+    srv.drain(Duration::from_millis(100)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telnyx_transfers_to_a_sip_uri() {
+    let mut api = fake_api(200).await;
+    let (_said, srv) = transferred_call(Carrier::Telnyx, &api).await;
+    let req = api.next().await;
+    assert_eq!(req.method, "POST");
+    assert_eq!(req.path, "/v2/calls/call-7/actions/transfer");
+    assert_eq!(req.header("authorization"), "Bearer tok-TELNYX_KEY");
+    let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
+    assert_eq!(body, serde_json::json!({"to": "sip:desk@pbx.example.com"}));
+    srv.drain(Duration::from_millis(100)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vonage_connects_the_number_by_ncco() {
+    let mut api = fake_api(204).await;
+    let (_said, srv) = transferred_call(Carrier::Vonage, &api).await;
+    let req = api.next().await;
+    assert_eq!(req.method, "PUT");
+    assert_eq!(req.path, "/v1/calls/call-7");
+    assert!(req.header("authorization").starts_with("Bearer ey"));
+    let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({"action": "transfer", "destination": {"type": "ncco", "ncco": [
+            {"action": "connect", "endpoint": [{"type": "phone", "number": "15550100"}]}
+        ]}})
+    );
+    srv.drain(Duration::from_millis(100)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_carrier_without_a_rest_transfer_hangs_up_instead() {
+    let mut api = fake_api(204).await;
+    let (_said, srv) = transferred_call(Carrier::Plivo, &api).await;
+    let req = api.next().await;
+    assert_eq!(
+        (req.method.as_str(), req.path.as_str()),
+        ("DELETE", "/v1/Account/MA0123/Call/call-7/"),
+        "the caller is not left with nobody"
+    );
+    let metrics = common::wait_metric(
+        srv.local_addr(),
+        "brisvox_call_control_total{action=\"hang_up\",carrier=\"plivo\",result=\"ok\"} 1",
+    )
+    .await;
+    assert!(
+        metrics.contains(
+            "brisvox_call_control_total{action=\"transfer\",carrier=\"plivo\",result=\"unsupported\"} 1"
+        ),
+        "{metrics}"
+    );
+    srv.drain(Duration::from_millis(100)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exotel_has_no_rest_transfer() {
+    let api = fake_api(200).await;
+    let (_said, srv) = transferred_call(Carrier::Exotel, &api).await;
+    common::wait_metric(
+        srv.local_addr(),
+        "brisvox_call_control_total{action=\"transfer\",carrier=\"exotel\",result=\"unsupported\"} 1",
+    )
+    .await;
+    srv.drain(Duration::from_millis(100)).await;
+}
