@@ -2,6 +2,14 @@
 //! 1 and 2 calls pass with a floor of 500 ms, the report has every step with its
 //! verdict and samples, and the process-tree probe reads the server (this test
 //! process, where the bot runs).
+//!
+//! What is under test is the ramp and its report, not the machine's speed: the
+//! p95 limit is wide (2 s over the floor) and the generator-limited share is
+//! off (1.0), because on a busy machine the in-test bot answers late and the
+//! generator sends late, and the bench then rightly judges a step `fail` or
+//! `generator_limited` (the flake hunt saw step 2 judged generator limited at
+//! a load average of 16: 1.76 % of frames more than 100 ms late). Those
+//! verdicts have their own unit tests (`capacity::ramp`, `capacity::judge`).
 
 mod support;
 
@@ -37,7 +45,11 @@ fn capacity_ramps_and_reports_each_step() {
             "--floor-ms",
             "500",
             "--response-window-ms",
+            "6000",
+            "--slo-over-floor-ms",
             "2000",
+            "--client-late-share",
+            "1.0",
         ])
         .args([
             "--server-pid",
@@ -52,7 +64,7 @@ fn capacity_ramps_and_reports_each_step() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(stem.with_extension("json")).unwrap())
             .unwrap();
-    assert_eq!(json["p95_limit_ms"], 750.0);
+    assert_eq!(json["p95_limit_ms"], 2500.0);
     assert_eq!(json["result"]["largest_passing_step"], 2);
     assert!(json["result"]["smallest_failing_step"].is_null());
     let steps = json["steps"].as_array().unwrap();
@@ -63,10 +75,10 @@ fn capacity_ramps_and_reports_each_step() {
         assert_eq!(st["calls"].as_array().unwrap().len() as u64, n);
         assert_eq!(st["summary"]["outcomes"]["answered"], 2 * n);
         let p95 = st["summary"]["v2v_ms"]["p95"].as_f64().unwrap();
-        // The bot answers in 500 ms when punctual; the measurement's
-        // precision is v2v_measures_a_known_reply_delay's to check, here only
-        // that the passing step's p95 is inside its limit.
-        assert!((EXPECTED_MS..750.0).contains(&p95), "p95 {p95}");
+        // The bot answers in 500 ms when punctual (never sooner); the
+        // measurement's precision is v2v_measures_a_known_reply_delay's to
+        // check, here only that the passing step's p95 is inside its limit.
+        assert!((EXPECTED_MS..2500.0).contains(&p95), "p95 {p95}");
         assert!(
             st["server"]["rss_peak_mb"].as_f64().unwrap() > 0.0,
             "{}",
