@@ -276,6 +276,17 @@ pub enum Command {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// Hand a phone call over (after saying `say`, if given): the carrier
+    /// connects the caller to `to` and the call ends.
+    #[serde(rename = "call.transfer")]
+    CallTransfer {
+        /// Where to: the name of one of the agent file's
+        /// `[telephony.transfer]` destinations, an E.164 number or a `sip:` URI.
+        to: String,
+        /// Said before the transfer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        say: Option<String>,
+    },
 }
 
 impl Command {
@@ -288,6 +299,7 @@ impl Command {
             Command::ToolResult { .. } => "tool.result",
             Command::Respond {} => "respond",
             Command::CallEnd { .. } => "call.end",
+            Command::CallTransfer { .. } => "call.transfer",
         }
     }
 }

@@ -27,13 +27,14 @@ const EVENT_TYPES: [&str; 13] = [
     "error",
 ];
 
-const COMMAND_TYPES: [&str; 6] = [
+const COMMAND_TYPES: [&str; 7] = [
     "say",
     "context.update",
     "tools.set",
     "tool.result",
     "respond",
     "call.end",
+    "call.transfer",
 ];
 
 /// The bodies of the doc's ```json blocks.

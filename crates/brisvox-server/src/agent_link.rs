@@ -9,9 +9,10 @@
 //!   waits for the agent).
 //! - **Commands in**: [`serve_commands`] turns the agent's commands into the
 //!   engine's [`Control`]s (`say`, `context.update`, `respond`, the hang-up
-//!   of `call.end`), which reach the engine through [`LinkedSource`], the
-//!   route's source with the agent's controls merged in; `tools.set` changes
-//!   the tools the model is offered from its next completion on.
+//!   of `call.end`, the transfer of `call.transfer`), which reach the engine
+//!   through [`LinkedSource`], the route's source with the agent's controls
+//!   merged in; `tools.set` changes the tools the model is offered from its
+//!   next completion on.
 //! - **Tools**: [`AgentTools`] is the [`ToolExecutor`] of the tools the agent
 //!   declared: a call is a `tool.call` event answered by `tool.result` (an
 //!   error result when the link is down, and the engine's tool timeout
@@ -38,14 +39,14 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::after_say::AfterSay;
-use crate::agent::AgentLinkSettings;
+use crate::agent::{AgentLinkSettings, TransferDestination};
 use crate::handler::{CallStart, CallTransport};
 use crate::transfer_tool::TransferTool;
 use crate::webhook::CallWebhooks;
 
 /// Controls from the agent waiting for the engine, at most.
 const CONTROL_CAPACITY: usize = 16;
-/// Longest `call.end` with `say` waits for the goodbye to play out.
+/// Longest `call.end` or `call.transfer` with `say` waits for the say to play out.
 const GOODBYE_LIMIT: Duration = Duration::from_secs(30);
 /// Longest the end of a call waits for the link to send `call.ended`.
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
@@ -92,6 +93,7 @@ impl AgentLinks {
             tools: Arc::clone(&tools),
             goodbye: Arc::clone(&goodbye),
             asked: Arc::clone(&asked),
+            transfers: transfer_destinations(start),
         }));
         CallAgentLink {
             observer: Arc::new(LinkObserver {
@@ -283,10 +285,46 @@ struct CommandContext {
     controls: mpsc::Sender<Control>,
     handle: LinkHandle,
     tools: Arc<AgentTools>,
-    /// The goodbye of a `call.end` with `say`: the hang-up once it played.
+    /// The say of a `call.end` or `call.transfer`: the hang-up or the
+    /// transfer once it played.
     goodbye: Arc<AfterSay>,
     /// The agent asked to end the call.
     asked: Arc<AtomicBool>,
+    /// Where a `call.transfer` may name by name (`[telephony.transfer]`);
+    /// `None` on a call without a carrier to transfer through.
+    transfers: Option<Vec<TransferDestination>>,
+}
+
+/// The `[telephony.transfer]` destinations of a phone call (none when the
+/// file has none); `None` when the call has no carrier.
+fn transfer_destinations(start: &CallStart) -> Option<Vec<TransferDestination>> {
+    let CallTransport::Carrier { .. } = start.transport else {
+        return None;
+    };
+    let settings = start.agent.telephony.transfer.as_ref();
+    Some(settings.map(|t| t.destinations.clone()).unwrap_or_default())
+}
+
+/// Where a `call.transfer` to `to` goes: the number of the destination of
+/// that name, else `to` itself when it is an E.164 number or a `sip:` URI.
+fn transfer_target(
+    destinations: Option<&[TransferDestination]>,
+    to: &str,
+) -> Result<String, String> {
+    let Some(destinations) = destinations else {
+        return Err(
+            "call.transfer needs a phone call (a carrier route); this call has none".to_owned(),
+        );
+    };
+    if let Some(d) = destinations.iter().find(|d| d.name == to) {
+        return Ok(d.to.clone());
+    }
+    match brisvox_transport::carrier::control::TransferTarget::parse(to) {
+        Ok(_) => Ok(to.to_owned()),
+        Err(e) => Err(format!(
+            "call.transfer: {to:?} names no [telephony.transfer] destination, and {e}"
+        )),
+    }
 }
 
 /// Carries out the agent's commands until the link ends.
@@ -316,6 +354,20 @@ async fn serve_commands(mut cx: CommandContext) {
             Command::CallEnd { .. } => {
                 cx.asked.store(true, Ordering::Relaxed);
                 let _ = cx.controls.send(hangup()).await;
+            }
+            Command::CallTransfer { to, say } => {
+                match transfer_target(cx.transfers.as_deref(), &to) {
+                    Ok(to) => {
+                        let then = Control::Transfer { to };
+                        match say.filter(|s| !s.trim().is_empty()) {
+                            Some(text) => cx.goodbye.say_then(text, then, GOODBYE_LIMIT).await,
+                            None => {
+                                let _ = cx.controls.send(then).await;
+                            }
+                        }
+                    }
+                    Err(message) => cx.handle.event(Event::Error { re, message }),
+                }
             }
             other => cx.handle.event(Event::Error {
                 re,

@@ -106,6 +106,12 @@ class CallContext:
         """Ends the call, after saying ``say`` if given."""
         await self.send(p.CallEnd(say=say, reason=reason))
 
+    async def transfer(self, to: str, say: Optional[str] = None) -> None:
+        """Hands a phone call over to ``to`` (a ``[telephony.transfer]``
+        destination's name, an E.164 number or a ``sip:`` URI), after saying
+        ``say`` if given; the call then ends."""
+        await self.send(p.CallTransfer(to=to, say=say))
+
     async def set_tools(self, tools: list[Tool]) -> None:
         """Replaces the tools the model may call on this call."""
         await self.send(p.ToolsSet(tools=tuple(t.spec() for t in tools)))

@@ -288,6 +288,15 @@ class CallEnd(Command):
     reason: Optional[str] = None
 
 
+@dataclass(frozen=True)
+class CallTransfer(Command):
+    TYPE: ClassVar[str] = "call.transfer"
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("say",)
+    to: str
+    say: Optional[str] = None
+
+
 COMMAND_TYPES: dict[str, type[Command]] = {
-    cls.TYPE: cls for cls in (Say, ContextUpdate, ToolsSet, ToolResult, Respond, CallEnd)
+    cls.TYPE: cls
+    for cls in (Say, ContextUpdate, ToolsSet, ToolResult, Respond, CallEnd, CallTransfer)
 }

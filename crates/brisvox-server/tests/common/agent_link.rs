@@ -197,13 +197,21 @@ impl Caller {
     }
 
     pub async fn tick(&mut self) {
+        assert!(self.step().await, "the call stays open");
+    }
+
+    /// One frame and 20 ms of reading; false once the server closed the
+    /// call (then it only waits).
+    pub async fn step(&mut self) -> bool {
         let msg = (self.frame)(self.n, self.n < self.loud_until);
         self.n += 1;
-        self.ws.send(msg).await.expect("send audio");
         let until = tokio::time::Instant::now() + Duration::from_millis(20);
+        let mut open = self.ws.send(msg).await.is_ok();
         while let Ok(Some(msg)) = tokio::time::timeout_at(until, self.ws.next()).await {
-            msg.expect("the call stays open");
+            open &= msg.is_ok_and(|m| !m.is_close());
         }
+        tokio::time::sleep_until(until).await;
+        open
     }
 }
 
