@@ -304,7 +304,8 @@ impl Call {
                 .instrument(span),
         );
         let driver = TurnDriver::new(DriverParts {
-            machine: TurnMachine::new(self.config.turn.clone(), now()),
+            machine: TurnMachine::new(self.config.turn.clone(), now())
+                .with_vad_hangover(self.config.vad.stop_hangover()),
             inbox: ch.driver_rx,
             timeline: Arc::clone(&self.timeline),
             floor: self.floor.clone(),

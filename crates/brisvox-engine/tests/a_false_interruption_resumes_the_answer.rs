@@ -1,7 +1,7 @@
 //! A false interruption: sound over the bot long enough to cut it (no word
-//! recognised for 800 ms), after which the STT finds no words at all. The bot
-//! then resumes its answer from the first word the caller did not hear,
-//! without asking the model again, and the resume is counted.
+//! recognised for `max_wordless_speech`), after which the STT finds no words
+//! at all. The bot then resumes its answer from the first word the caller did
+//! not hear, without asking the model again, and the resume is counted.
 //! (Paused clock, energy VAD, fixed "complete" verdict.)
 
 mod common;

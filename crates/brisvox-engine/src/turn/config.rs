@@ -50,7 +50,8 @@ pub struct BargeInConfig {
     /// compared lower case, without punctuation, hyphenated forms split.
     pub backchannels: Vec<String>,
     /// With a word rule, speech in which the STT recognised no word at all
-    /// interrupts once it has lasted this long.
+    /// interrupts once it has lasted this long (known when the VAD has not
+    /// stopped it by this long plus its hangover).
     pub max_wordless_speech: Duration,
     /// With a word rule, how long after its VAD stop a speech may still
     /// interrupt when its words arrive late.
@@ -78,8 +79,16 @@ impl Default for BargeInConfig {
     }
 }
 
-/// Default [`BargeInConfig::max_wordless_speech`], ms.
-pub const DEFAULT_MAX_WORDLESS_SPEECH_MS: u64 = 800;
+/// Default [`BargeInConfig::max_wordless_speech`], ms: longer than a
+/// backchannel, so that one whose word a streaming STT gives only at its end
+/// does not cut the bot. A backchannel is one or two short tokens ("mm-hmm",
+/// "uh-huh", "oh okay", "mm-hmm yeah"): at 160 words a minute (espeak-ng
+/// en-us, the fixtures' voice) they last 420 to 820 ms of sound, and the VAD
+/// adds its 30 ms pad and up to a 32 ms window; 1 s covers them with room for
+/// slower speech, while real speech over the bot is cut at its first word
+/// that is not a backchannel (the wordless rule is only for an STT that finds
+/// none).
+pub const DEFAULT_MAX_WORDLESS_SPEECH_MS: u64 = 1000;
 /// Default [`BargeInConfig::word_grace`], ms.
 pub const DEFAULT_WORD_GRACE_MS: u64 = 400;
 

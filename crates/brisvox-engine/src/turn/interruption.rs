@@ -15,13 +15,19 @@
 //!    ("mm-hmm", "yeah", "tamam") never interrupt on their own, however long.
 //! 5. Speech with no recognised word at all interrupts once it has lasted
 //!    [`BargeInConfig::max_wordless_speech`] (a real barge-in over an STT that
-//!    lags or hears nothing must still stop the bot).
+//!    lags or hears nothing must still stop the bot). The machine learns that
+//!    speech has ended only at the VAD stop, the VAD's `hangover` after its last
+//!    speech window, so the rule waits for `max_wordless_speech + hangover`
+//!    without a stop: only then has the speech itself lasted
+//!    `max_wordless_speech`. (Counting from the start alone cut the bot for a
+//!    backchannel shorter than the limit whose stop came after it, and whose word
+//!    a streaming STT gives only at its end.)
 //! 6. Words often arrive after the VAD stop: a speech that ended after
 //!    `min_speech` stays pending for [`BargeInConfig::word_grace`] and still
 //!    interrupts if its words qualify by then; otherwise it is ignored and counted
 //!    (a backchannel, or speech too short or without words).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::config::BargeInConfig;
 use super::words::{WordSet, words};
@@ -100,11 +106,13 @@ impl PendingBargeIn {
     }
 
     /// When this speech interrupts the bot, as far as is known now: `None` for
-    /// not (yet). May be in the past: then it interrupts at once.
+    /// not (yet). May be in the past: then it interrupts at once. `hangover`:
+    /// how long after the end of speech the VAD confirms its stop (rule 5).
     pub(crate) fn interrupts_at(
         &self,
         config: &BargeInConfig,
         backchannels: &WordSet,
+        hangover: Duration,
     ) -> Option<Instant> {
         if !config.enabled {
             return None;
@@ -123,7 +131,8 @@ impl PendingBargeIn {
             return Some(min_at);
         }
         if total == 0 && self.speech_end.is_none() {
-            return Some(min_at.max(self.speech_start + config.max_wordless_speech));
+            let wordless_at = self.speech_start + config.max_wordless_speech + hangover;
+            return Some(min_at.max(wordless_at));
         }
         None
     }
@@ -158,8 +167,6 @@ impl PendingBargeIn {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     fn ms(n: u64) -> Duration {
@@ -185,9 +192,12 @@ mod tests {
         let t0 = Instant::now();
         let (c, set) = config(&[], 0);
         let mut p = PendingBargeIn::new(t0);
-        assert_eq!(p.interrupts_at(&c, &set), Some(t0 + ms(300)));
+        assert_eq!(
+            p.interrupts_at(&c, &set, Duration::ZERO),
+            Some(t0 + ms(300))
+        );
         p.stopped(t0 + ms(350), t0 + ms(200));
-        assert_eq!(p.interrupts_at(&c, &set), None);
+        assert_eq!(p.interrupts_at(&c, &set, Duration::ZERO), None);
         assert_eq!(p.ignored(t0 + ms(350), &c, &set), Some(Ignored::Short));
     }
 
@@ -198,9 +208,12 @@ mod tests {
         let (c, set) = config(&["yeah", "mm-hmm"], 0);
         let mut p = PendingBargeIn::new(t0);
         p.interim("mm-hmm yeah");
-        assert_eq!(p.interrupts_at(&c, &set), None);
+        assert_eq!(p.interrupts_at(&c, &set, Duration::ZERO), None);
         p.interim("yeah wait");
-        assert_eq!(p.interrupts_at(&c, &set), Some(t0 + ms(300)));
+        assert_eq!(
+            p.interrupts_at(&c, &set, Duration::ZERO),
+            Some(t0 + ms(300))
+        );
     }
 
     #[test]
@@ -209,15 +222,40 @@ mod tests {
         let t0 = Instant::now();
         let (c, set) = config(&["yeah"], 0);
         let mut p = PendingBargeIn::new(t0);
-        assert_eq!(p.interrupts_at(&c, &set), Some(t0 + ms(800)));
+        assert_eq!(
+            p.interrupts_at(&c, &set, Duration::ZERO),
+            Some(t0 + ms(800))
+        );
         p.stopped(t0 + ms(600), t0 + ms(500));
-        assert_eq!(p.interrupts_at(&c, &set), None);
+        assert_eq!(p.interrupts_at(&c, &set, Duration::ZERO), None);
         assert_eq!(p.ignored(t0 + ms(700), &c, &set), None, "in the word grace");
         p.final_("stop");
         assert_eq!(
-            p.interrupts_at(&c, &set),
+            p.interrupts_at(&c, &set, Duration::ZERO),
             Some(t0 + ms(300)),
             "a word after the stop still interrupts (at once: the time is past)"
+        );
+    }
+
+    #[test]
+    fn wordless_speech_is_timed_by_its_length_not_by_the_vads_late_stop() {
+        #[allow(clippy::disallowed_methods)] // a test origin
+        let t0 = Instant::now();
+        let (c, set) = config(&["mm-hmm"], 0);
+        let hangover = ms(128);
+        let mut p = PendingBargeIn::new(t0);
+        assert_eq!(
+            p.interrupts_at(&c, &set, hangover),
+            Some(t0 + ms(800 + 128)),
+            "without a stop by then the speech has lasted 800 ms"
+        );
+        // A 750 ms "mm-hmm": its stop is decided at 878 ms, inside the limit.
+        p.stopped(t0 + ms(878), t0 + ms(750));
+        assert_eq!(p.interrupts_at(&c, &set, hangover), None);
+        p.final_("mm-hmm");
+        assert_eq!(
+            p.ignored(t0 + ms(1300), &c, &set),
+            Some(Ignored::Backchannel)
         );
     }
 
@@ -228,8 +266,11 @@ mod tests {
         let (c, set) = config(&["okay"], 2);
         let mut p = PendingBargeIn::new(t0);
         p.interim("okay stop");
-        assert_eq!(p.interrupts_at(&c, &set), None);
+        assert_eq!(p.interrupts_at(&c, &set, Duration::ZERO), None);
         p.interim("okay stop now");
-        assert_eq!(p.interrupts_at(&c, &set), Some(t0 + ms(300)));
+        assert_eq!(
+            p.interrupts_at(&c, &set, Duration::ZERO),
+            Some(t0 + ms(300))
+        );
     }
 }

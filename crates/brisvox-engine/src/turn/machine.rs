@@ -41,7 +41,7 @@
 //! epoch the machine assigned, so the driver never guesses epochs.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use brisvox_core::Epoch;
 use brisvox_core::timeline::TurnEvent;
@@ -315,6 +315,9 @@ pub struct TurnMachine {
     barge_in: Option<PendingBargeIn>,
     /// The barge-in policy's backchannels.
     backchannels: WordSet,
+    /// How long after the end of speech the VAD confirms its stop
+    /// ([`TurnMachine::with_vad_hangover`]).
+    vad_hangover: Duration,
     /// The incomplete shortcut's word rules.
     text_rules: Option<TextRules>,
     /// Speculative start's candidates.
@@ -360,6 +363,7 @@ impl TurnMachine {
             turn: UserTurn::default(),
             barge_in: None,
             backchannels,
+            vad_hangover: Duration::ZERO,
             text_rules,
             speculator,
             says: VecDeque::new(),
@@ -375,6 +379,15 @@ impl TurnMachine {
             None => m.arm_idle(now),
         }
         m
+    }
+
+    /// Tells the machine how long after the end of speech the VAD confirms its
+    /// stop (`VadParams::stop_hangover`): speech over the bot is known to have
+    /// lasted `max_wordless_speech` only once that much longer has passed
+    /// without a stop (rule 5 of [`super::interruption`]). Zero by default.
+    pub fn with_vad_hangover(mut self, hangover: Duration) -> Self {
+        self.vad_hangover = hangover;
+        self
     }
 
     // ----- getters -----
@@ -697,7 +710,7 @@ impl TurnMachine {
         let paused = self.state == TurnState::UserPaused;
         let barge_in = self.barge_in.as_ref().and_then(|p| {
             let config = &self.config.barge_in;
-            let interrupt = p.interrupts_at(config, &self.backchannels);
+            let interrupt = p.interrupts_at(config, &self.backchannels, self.vad_hangover);
             [interrupt, p.grace_ends_at(config)]
                 .into_iter()
                 .flatten()
@@ -1021,7 +1034,7 @@ impl TurnMachine {
         };
         let config = &self.config.barge_in;
         if pending
-            .interrupts_at(config, &self.backchannels)
+            .interrupts_at(config, &self.backchannels, self.vad_hangover)
             .is_some_and(|at| at <= now)
         {
             let (start, finals) = (pending.speech_start, pending.finals.clone());

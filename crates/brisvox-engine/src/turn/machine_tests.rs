@@ -374,11 +374,14 @@ fn a_long_turn_is_not_a_short_answer() {
     );
 }
 
+/// The word rule with an 800 ms wordless limit (the machine alone: no VAD
+/// hangover).
 fn with_words() -> TurnConfig {
     TurnConfig {
         barge_in: BargeInConfig {
             min_speech: ms(300),
             backchannels: crate::turn::words::default_backchannels(brisvox_text::Language::En),
+            max_wordless_speech: ms(800),
             ..BargeInConfig::default()
         },
         ..TurnConfig::default()

@@ -116,11 +116,14 @@ pub enum FallingHintImpossible {
 impl VadParams {
     /// `fall_delay` rounded up to whole 32 ms windows.
     pub fn fall_delay_rounded(&self) -> Option<Duration> {
-        self.fall_delay.map(|d| {
-            let windows = d.as_nanos().div_ceil(WINDOW.as_nanos());
-            // Whole windows of a Duration fit in u32 for any sane delay; saturate.
-            WINDOW * u32::try_from(windows).unwrap_or(u32::MAX)
-        })
+        self.fall_delay.map(whole_windows)
+    }
+
+    /// The stop's hangover: `min_silence` rounded up to whole 32 ms windows, how
+    /// long after the end of its last speech window a stop is confirmed. Until
+    /// then, speech that has ended still counts as going on.
+    pub fn stop_hangover(&self) -> Duration {
+        whole_windows(self.min_silence)
     }
 
     /// Whether [`VadEvent::Falling`] can ever be sent, and if not, why.
@@ -148,6 +151,13 @@ impl VadParams {
     pub fn falling_hint_possible(&self) -> bool {
         self.check_falling_hint().is_ok()
     }
+}
+
+/// `d` rounded up to whole [`WINDOW`]s.
+fn whole_windows(d: Duration) -> Duration {
+    let windows = d.as_nanos().div_ceil(WINDOW.as_nanos());
+    // Whole windows of a Duration fit in u32 for any sane delay; saturate.
+    WINDOW * u32::try_from(windows).unwrap_or(u32::MAX)
 }
 
 /// What the detector decided at a window.
@@ -492,6 +502,14 @@ mod tests {
                 events[1].0,
                 1 + expected_windows,
                 "min_silence {min_silence_ms} ms"
+            );
+            let Some((_, VadEvent::SpeechEnd { decided_at, .. })) = events.get(1) else {
+                panic!("no stop: {events:?}");
+            };
+            assert_eq!(
+                *decided_at - ms(64),
+                p.stop_hangover(),
+                "stop_hangover() is the detector's own, min_silence {min_silence_ms} ms"
             );
         }
         // 96 ms is exactly 3 windows (sample-exact, no flip); 90 ms too.

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use brisvox_engine::turn::config::DEFAULT_MAX_WORDLESS_SPEECH_MS;
+
 use super::AgentError;
 
 /// How the end of the caller's turn is decided.
@@ -373,7 +375,7 @@ impl Default for InterruptionSettings {
             min_speech_ms: 300,
             min_words: 0,
             backchannels: None,
-            max_wordless_speech_ms: 800,
+            max_wordless_speech_ms: DEFAULT_MAX_WORDLESS_SPEECH_MS as u32,
             word_grace_ms: 400,
             resume_false_interruptions: true,
         }
