@@ -304,6 +304,7 @@ fn turn_config(agent: &AgentSettings) -> TurnConfig {
         short_answer_max_words: s.short_answer_max_words as usize,
         short_answer_max_turn: ms(s.short_answer_max_turn_ms),
         terminal: ms(s.terminal_ms),
+        prefetch: s.prefetch,
     });
     let i = &agent.interruption;
     TurnConfig {

@@ -109,11 +109,20 @@ pub struct IncompleteShortcut {
     pub short_answer_max_turn: Duration,
     /// Wait after a final ending in `.`, `!` or `?`; zero turns this rule off.
     pub terminal: Duration,
+    /// While the turn waits out one of these shorter waits (every final in,
+    /// the verdict not "complete"), start the answer on the final: the LLM
+    /// stage runs it with its output held, commits it when the turn ends with
+    /// the same words and drops it when the caller goes on (the speculative
+    /// run of [`super::speculation`], counted with it). The answer is then
+    /// ready when the wait ends instead of starting there; it costs one LLM
+    /// request each time the caller goes on during such a wait.
+    pub prefetch: bool,
 }
 
 impl IncompleteShortcut {
     /// The defaults for `language`: 300 ms after a short answer of up to three
-    /// words in a turn of up to 2.5 s, 700 ms after terminal punctuation.
+    /// words in a turn of up to 2.5 s, 700 ms after terminal punctuation, the
+    /// answer prefetched during either wait.
     pub fn new(language: Language) -> Self {
         IncompleteShortcut {
             language,
@@ -121,6 +130,7 @@ impl IncompleteShortcut {
             short_answer_max_words: 3,
             short_answer_max_turn: Duration::from_millis(2500),
             terminal: Duration::from_millis(700),
+            prefetch: true,
         }
     }
 }

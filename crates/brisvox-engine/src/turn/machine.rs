@@ -854,6 +854,8 @@ impl TurnMachine {
         if !self.policy_satisfied() {
             if self.false_interruption() {
                 self.end_turn(now, self.no_text_reason());
+            } else {
+                self.prefetch_during_shortcut();
             }
             return;
         }
@@ -866,6 +868,31 @@ impl TurnMachine {
         }
         self.count_fallback();
         self.end_turn(now, self.no_text_reason());
+    }
+
+    /// While a shortened wait runs (every final in, the verdict "incomplete"
+    /// or failed, the text shortcut set the deadline), offers the final to the
+    /// LLM stage so that the answer is ready when the wait ends
+    /// ([`IncompleteShortcut::prefetch`](super::IncompleteShortcut::prefetch)).
+    fn prefetch_during_shortcut(&mut self) {
+        let on = self
+            .config
+            .incomplete_shortcut
+            .as_ref()
+            .is_some_and(|s| s.prefetch);
+        let not_complete = matches!(
+            self.turn.verdict,
+            Some(Verdict::Incomplete { .. } | Verdict::Failed)
+        );
+        if !on
+            || !not_complete
+            || self.state != TurnState::UserPaused
+            || self.shortcut_deadline().is_none()
+        {
+            return;
+        }
+        let offer = self.speculator.prefetch(&self.turn.finals);
+        self.offer(offer);
     }
 
     /// Why the turn would have no text if it ended now.

@@ -360,6 +360,69 @@ fn a_shortened_wait_is_counted_and_a_late_final_ends_the_turn_at_once() {
     assert_eq!(d.m.counters().incomplete_timeouts, 0);
 }
 
+/// The shortcut's turn up to its final: speech 100-1000 ms, the stop at 1100.
+fn paused_with_shortcut(config: TurnConfig) -> Driver {
+    let mut d = Driver::new(config);
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    d
+}
+
+#[test]
+fn a_shortened_wait_prefetches_the_answer_on_the_final() {
+    let mut d = paused_with_shortcut(with_shortcut());
+    assert!(speculations(&d.verdict(1125, INCOMPLETE)).is_empty());
+    let at_final = d.final_(1250, "I'd like a table for two.");
+    assert_eq!(speculations(&at_final), ["I'd like a table for two."]);
+    let end = d.advance_to(10_000);
+    assert!(speculations(&end).is_empty(), "offered once");
+    assert_eq!(
+        responses(&end),
+        [(Epoch(1), "I'd like a table for two.".to_owned())]
+    );
+    assert_eq!(
+        marked(&end, TurnEvent::TurnEnd).map(|(_, at)| at),
+        Some(d.at(1700)),
+        "the wait itself is unchanged"
+    );
+    // The verdict after the final: offered at the verdict.
+    let mut d = paused_with_shortcut(with_shortcut());
+    assert!(speculations(&d.final_(1150, "No.")).is_empty());
+    assert_eq!(speculations(&d.verdict(1200, Verdict::Failed)), ["No."]);
+}
+
+#[test]
+fn a_prefetched_answer_is_withdrawn_when_the_caller_goes_on() {
+    let mut d = paused_with_shortcut(with_shortcut());
+    d.verdict(1125, INCOMPLETE);
+    d.final_(1250, "I'd like a table.");
+    assert_eq!(speculations(&d.speech(1500, 1564)), ["<withdrawn>"]);
+}
+
+#[test]
+fn nothing_is_prefetched_without_a_shortened_wait() {
+    let prefetch_off = {
+        let mut c = with_shortcut();
+        if let Some(s) = &mut c.incomplete_shortcut {
+            s.prefetch = false;
+        }
+        c
+    };
+    for (config, text, verdict) in [
+        (with_shortcut(), "a table for two", INCOMPLETE),
+        (with_shortcut(), "I'd like the.", INCOMPLETE),
+        (with_shortcut(), "I'd like a table.", COMPLETE),
+        (prefetch_off, "I'd like a table.", INCOMPLETE),
+        (TurnConfig::default(), "I'd like a table.", INCOMPLETE),
+    ] {
+        let mut d = paused_with_shortcut(config);
+        let mut out = d.verdict(1125, verdict);
+        out.extend(d.final_(1250, text));
+        out.extend(d.advance_to(10_000));
+        assert!(speculations(&out).is_empty(), "{text:?} {verdict:?}");
+    }
+}
+
 #[test]
 fn a_long_turn_is_not_a_short_answer() {
     let mut d = Driver::new(with_shortcut());

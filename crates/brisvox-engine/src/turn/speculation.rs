@@ -128,6 +128,16 @@ impl Speculator {
         self.offer(finals)
     }
 
+    /// The turn waits out a shortened fallback with every final in
+    /// ([`super::IncompleteShortcut::prefetch`]): `finals` is offered whether
+    /// or not speculation is configured.
+    pub(crate) fn prefetch(&mut self, finals: &str) -> Option<Offer> {
+        if key(finals).is_empty() {
+            return None;
+        }
+        self.offer(finals)
+    }
+
     /// The caller spoke again: the candidate no longer holds.
     pub(crate) fn resumed(&mut self) -> Option<Offer> {
         self.gate = None;

@@ -122,6 +122,10 @@ pub struct ShortcutSettings {
     /// Wait after the end of speech when the final ends in `.`, `!` or `?`, ms;
     /// 0 turns this rule off (for an STT that punctuates every finalize).
     pub terminal_ms: u32,
+    /// Start the answer on the final while such a shorter wait runs (held,
+    /// committed when the turn ends with those words, dropped when the caller
+    /// goes on).
+    pub prefetch: bool,
 }
 
 impl Default for ShortcutSettings {
@@ -132,6 +136,7 @@ impl Default for ShortcutSettings {
             short_answer_max_words: 3,
             short_answer_max_turn_ms: 2500,
             terminal_ms: 700,
+            prefetch: true,
         }
     }
 }
