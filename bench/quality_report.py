@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Writes DIR/summary.md from the brisvox-bench quality runs of
 scripts/quality-compare.sh (DIR/brisvox.json, DIR/brisvox-speculation.json,
-DIR/pipecat.json): the totals side by side, per fixture group."""
+DIR/pipecat.json, DIR/brisvox-vad-only.json): the totals side by side. The
+VAD-alone run plays only the fixtures with speech over the bot, so its turn and
+V2V rows cover fewer calls."""
 import json
 import sys
 from pathlib import Path
 
-RUNS = [("brisvox", "brisvox"), ("brisvox-speculation", "brisvox + speculation"), ("pipecat", "Pipecat peer")]
+RUNS = [("brisvox", "brisvox"), ("brisvox-speculation", "brisvox + speculation"), ("pipecat", "Pipecat peer"),
+        ("brisvox-vad-only", "brisvox, VAD-alone interruption")]
 
 
 def cell(summary, hi):
@@ -25,7 +28,9 @@ def main(out: Path) -> None:
     lines += first["header"]
     lines += ["", "Each column is one `brisvox-bench quality` run over the same fixtures, one call at a time, "
               "run one after the other on this machine (the run files beside this one have each run's own "
-              "header, per-call table and, for brisvox, the engine's counters).", ""]
+              "header, per-call table and, for brisvox, the engine's counters). The VAD-alone column (brisvox with "
+              "`[interruption] min_speech_ms = 0, backchannels = []`, cutting the bot when the VAD confirms "
+              "speech, as the peer does) plays only the fixtures with speech over the bot.", ""]
     rows = [
         ("calls (failed)", lambda t: f"{t['calls']} ({t['failed_calls']})"),
         ("turns", lambda t: t["turns"]),

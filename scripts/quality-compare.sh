@@ -5,7 +5,10 @@
 #      and Smart Turn, mock LLM/TTS, the mock STT's timed words), bench/agents/quality.toml;
 #   2. the same with speculative LLM start, bench/agents/quality-speculation.toml;
 #   3. the Pipecat peer (bench/pipecat_baseline/bot.py: Silero + Smart Turn v3.2, its
-#      mock STT, LLM and TTS with the same latencies and the same answer).
+#      mock STT, LLM and TTS with the same latencies and the same answer);
+#   4. brisvox with interruption by the VAD alone, as the peer interrupts
+#      (bench/agents/quality-vad-only.toml), on the fixtures with speech over the
+#      bot only: what the default interruption policy adds to the barge-in time.
 # Then bench/quality_report.py writes summary.md next to the run files.
 #
 # Usage: scripts/quality-compare.sh [--out DIR] [--runs N]
@@ -46,6 +49,15 @@ trap stop_server EXIT
 "$bench" quality --sim --runs "$runs" --label "brisvox, speculation off" --out "$out/brisvox"
 "$bench" quality --sim --runs "$runs" --agent bench/agents/quality-speculation.toml \
   --label "brisvox, speculation on" --out "$out/brisvox-speculation"
+
+over_bot=()
+for f in fixtures/quality/quality_barge_in_*.wav fixtures/quality/quality_backchannel_*.wav \
+         fixtures/quality/quality_short_yes_over_bot.wav fixtures/quality/quality_cough_over_bot.wav; do
+  over_bot+=(--fixture "$f")
+done
+"$bench" quality --sim --runs "$runs" --agent bench/agents/quality-vad-only.toml "${over_bot[@]}" \
+  --label "brisvox, interruption by the VAD alone (fixtures with speech over the bot only)" \
+  --out "$out/brisvox-vad-only"
 
 py=bench/pipecat_baseline/.venv/bin/python
 [ -x "$py" ] || bench/pipecat_baseline/install.sh

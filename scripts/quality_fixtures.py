@@ -48,6 +48,10 @@ OVERLAP_AFTER_MS = 4500      # a turn's end to an overlap (inside the bot's answ
 NEXT_TURN_AFTER_MS = 9500   # a turn's end to the next turn (after the bot's answer)
 BARGE_IN_AFTER_MS = 4500     # a turn's end to an interrupting turn
 ANSWER_TAIL_MS = 6500        # silence after the last turn when the bot's answer must be heard
+# Fixtures added after the first set. Seeds: 100 + the index among the first set
+# (sorted), 200 + the index here, so that adding fixtures leaves the others
+# byte-identical.
+ADDED_LATER = ["quality_barge_in_3", "quality_barge_in_4", "quality_barge_in_5"]
 ESPEAK_VOICE = "en-us"
 ESPEAK_SOURCE = "espeak-ng (Debian package espeak-ng), voice en-us, 160 wpm, resampled to 16 kHz with sox"
 NOISE_SOURCE = "a synthetic noise burst (seeded PRNG, 250 ms, low-passed, decaying envelope): a cough stand-in"
@@ -281,16 +285,21 @@ def build(out):
                               f"a turn, then {kind} {words!r} over the bot's answer, then a second turn")
 
         for name, first, second in (("quality_barge_in_1", "0880", "0930"),
-                                    ("quality_barge_in_2", "0890", "0870")):
+                                    ("quality_barge_in_2", "0890", "0870"),
+                                    ("quality_barge_in_3", "0870", "0880"),
+                                    ("quality_barge_in_4", "0920", "0890"),
+                                    ("quality_barge_in_5", "0930", "0920")):
             p = Plan()
             p.turn([(c(first), 0)], ltr[first])
             p.turn([(c(second), 0)], ltr[second], after_ms=BARGE_IN_AFTER_MS, barge_in=True)
             fixtures[name] = (p, ANSWER_TAIL_MS, pools(first, second), [sources["librivox"]],
                               "a turn, then a real interruption of the bot's answer (a turn of its own)")
 
-        for k, (name, (plan, tail, bed, srcs, what)) in enumerate(sorted(fixtures.items())):
+        first_set = sorted(n for n in fixtures if n not in ADDED_LATER)
+        for name, (plan, tail, bed, srcs, what) in sorted(fixtures.items()):
             m = dict(meta, source="; ".join(srcs), composition=what)
-            buf, d = compose(name, plan, tail, bed, seed=100 + k, meta=m)
+            seed = 100 + first_set.index(name) if name in first_set else 200 + ADDED_LATER.index(name)
+            buf, d = compose(name, plan, tail, bed, seed=seed, meta=m)
             ft.write_wav(os.path.join(out, name + ".wav"), SR, buf)
             with open(os.path.join(out, name + ".json"), "w") as f:
                 json.dump(d, f, indent=2)
