@@ -32,6 +32,7 @@
 //! the route's rate) and drops what it buffers on `clear`.
 
 use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use brisvox_core::frame::{INTERNAL_FRAME_SAMPLES, INTERNAL_RATE_HZ};
@@ -100,6 +101,47 @@ pub trait CallSink: Send + 'static {
     /// continues with frames of epoch `floor` or newer. When it returns, no
     /// frame handed over before it will be played.
     fn clear(&mut self, floor: Epoch) -> impl Future<Output = ()> + Send;
+
+    /// Where the transport reports what the caller has heard, when the far end
+    /// tells it (a carrier's `mark` echoes); `None` (the default): the audio
+    /// the transport took counts as heard. The engine cuts an interrupted
+    /// answer to what this confirms.
+    fn playout_confirmations(&self) -> Option<PlayoutConfirmations> {
+        None
+    }
+}
+
+/// What the far end has confirmed the caller heard of the newest answer: the
+/// audio of one epoch played up to the last mark it echoed. A route's writer
+/// learns it from the echoes ([`PlayoutConfirmations::confirm`]); the engine
+/// reads it when it cuts that answer ([`CallSink::playout_confirmations`]).
+/// Cloning shares it.
+#[derive(Debug, Clone, Default)]
+pub struct PlayoutConfirmations(Arc<Mutex<Option<(Epoch, u64)>>>);
+
+impl PlayoutConfirmations {
+    /// Nothing confirmed yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The far end played `ms` of `epoch`'s audio (from its first frame).
+    pub fn confirm(&self, epoch: Epoch, ms: u64) {
+        let mut last = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match *last {
+            Some((e, done)) if e == epoch && done >= ms => {}
+            Some((e, _)) if e > epoch => {}
+            _ => *last = Some((epoch, ms)),
+        }
+    }
+
+    /// Audio of `epoch` confirmed played, ms; 0 when none was.
+    pub fn heard_ms(&self, epoch: Epoch) -> u64 {
+        match *self.0.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some((e, ms)) if e == epoch => ms,
+            _ => 0,
+        }
+    }
 }
 
 /// Everything [`run_call`](crate::run_call) needs from a route.
@@ -287,12 +329,26 @@ pub const AUDIO_QUEUE_FRAMES: usize = 4;
 /// sink reports [`TransportClosed`].
 pub fn audio_queue(capacity: usize) -> (AudioQueueSink, AudioQueueReceiver) {
     let (tx, rx) = frame_queue::bounded(capacity);
-    (AudioQueueSink { tx }, AudioQueueReceiver { rx })
+    let sink = AudioQueueSink {
+        tx,
+        confirmations: None,
+    };
+    (sink, AudioQueueReceiver { rx })
 }
 
 /// The engine's end of an [`audio_queue`].
 pub struct AudioQueueSink {
     tx: QueueSender<QueuedAudio>,
+    confirmations: Option<PlayoutConfirmations>,
+}
+
+impl AudioQueueSink {
+    /// The route's writer learns what was heard from the far end and reports
+    /// it in `confirmations` ([`CallSink::playout_confirmations`]).
+    pub fn with_playout_confirmations(mut self, confirmations: PlayoutConfirmations) -> Self {
+        self.confirmations = Some(confirmations);
+        self
+    }
 }
 
 impl std::fmt::Debug for AudioQueueSink {
@@ -317,6 +373,10 @@ impl CallSink for AudioQueueSink {
         // and the pacer sends nothing of the new epoch before this returns.
         // A gone receiver has nothing left to play.
         let _ = self.tx.replace_all(QueuedAudio::Clear { floor });
+    }
+
+    fn playout_confirmations(&self) -> Option<PlayoutConfirmations> {
+        self.confirmations.clone()
     }
 }
 
@@ -422,5 +482,22 @@ mod tests {
             sink.send_audio(Epoch(2), frame(4)).await,
             Err(TransportClosed)
         );
+    }
+
+    #[test]
+    fn confirmations_keep_the_newest_answers_furthest_echo() {
+        let c = PlayoutConfirmations::new();
+        assert_eq!(c.heard_ms(Epoch(1)), 0, "nothing echoed yet");
+        c.confirm(Epoch(1), 100);
+        c.confirm(Epoch(1), 60); // an older mark echoed late
+        assert_eq!(c.heard_ms(Epoch(1)), 100);
+        c.confirm(Epoch(2), 40);
+        c.confirm(Epoch(1), 300); // a late echo of an answer already replaced
+        assert_eq!((c.heard_ms(Epoch(1)), c.heard_ms(Epoch(2))), (0, 40));
+        let (sink, _rx) = audio_queue(1);
+        let sink = sink.with_playout_confirmations(c.clone());
+        let shared = sink.playout_confirmations().expect("the sink shares them");
+        c.confirm(Epoch(2), 80);
+        assert_eq!(shared.heard_ms(Epoch(2)), 80);
     }
 }

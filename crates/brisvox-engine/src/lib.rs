@@ -44,8 +44,8 @@ pub use config::{
 pub use controls::{ContextUpdate, MessagesUpdate};
 pub use edge::{
     AudioQueueReceiver, AudioQueueSink, CallContext, CallEdge, CallSink, CallSource, Control,
-    DtmfDigit, Inbound, InboundQueue, InboundRefused, InboundSender, Metadata, QueuedAudio,
-    TransportClosed, audio_queue, inbound_queue,
+    DtmfDigit, Inbound, InboundQueue, InboundRefused, InboundSender, Metadata,
+    PlayoutConfirmations, QueuedAudio, TransportClosed, audio_queue, inbound_queue,
 };
 pub use events::{EngineEvent, EventBus, EventObserver, EventReceiver};
 pub use models::{Models, Providers, VadSource, VerdictSource};

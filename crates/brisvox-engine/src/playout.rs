@@ -165,6 +165,14 @@ impl PlayoutBook {
         self.response(epoch).played_ms += ms;
     }
 
+    /// The far end confirmed only `ms` of `epoch`'s audio as played (a
+    /// carrier's mark echoes): what the caller heard is at most that.
+    pub fn confirmed(&mut self, epoch: Epoch, ms: f64) {
+        if let Some(r) = self.responses.iter_mut().find(|r| r.epoch == epoch) {
+            r.played_ms = r.played_ms.min(ms);
+        }
+    }
+
     /// The newest response in the book.
     pub fn last_epoch(&self) -> Option<Epoch> {
         self.responses.back().map(|r| r.epoch)
@@ -323,6 +331,24 @@ mod tests {
         assert_eq!(h.heard, "The table is booked");
         assert!(!h.complete);
         assert_eq!(h.played_ms, 950);
+    }
+
+    #[test]
+    fn a_carriers_confirmation_caps_what_was_heard() {
+        let mut b = PlayoutBook::new();
+        // 38 characters, 1.9 s of audio: 50 ms per character.
+        b.chunk_sent(Epoch(2), "The table is booked for eight tonight.");
+        b.audio_produced(Epoch(2), 1900.0);
+        b.chunk_done(Epoch(2));
+        b.played(Epoch(2), 1900.0); // all of it handed to the carrier
+        b.confirmed(Epoch(2), 950.0); // the marks confirm half
+        assert_eq!(b.heard(Epoch(2)).unwrap().heard, "The table is booked");
+        b.confirmed(Epoch(2), 0.0);
+        assert_eq!(
+            b.heard(Epoch(2)).unwrap().heard,
+            "",
+            "no echo: nothing heard"
+        );
     }
 
     #[test]

@@ -16,13 +16,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
-use brisvox_core::AudioFrame;
+use brisvox_core::{AudioFrame, Epoch};
 use brisvox_engine::edge::{AUDIO_QUEUE_FRAMES, INBOUND_CONTROLS, INBOUND_FRAMES};
 use brisvox_engine::events::EVENT_QUEUE_CAPACITY;
 use brisvox_engine::turn::EndReason;
 use brisvox_engine::{
     AudioQueueReceiver, CallContext, CallEdge, CallEnd, Control, EventBus, EventReceiver,
-    InboundRefused, InboundSender, QueuedAudio, audio_queue, inbound_queue,
+    InboundRefused, InboundSender, PlayoutConfirmations, QueuedAudio, audio_queue, inbound_queue,
 };
 use brisvox_transport::brisvox_ws::ServerEvent;
 use futures_util::SinkExt;
@@ -136,15 +136,23 @@ pub(crate) enum WriterCmd {
 
 /// One route's way of writing a call's output.
 pub(crate) trait Wire: Send + 'static {
-    /// Writes one answer frame (at the transport's rate).
-    fn audio(&mut self, frame: &AudioFrame)
-    -> impl Future<Output = Result<(), axum::Error>> + Send;
+    /// Writes one answer frame of `epoch`'s answer (at the transport's rate).
+    fn audio(
+        &mut self,
+        epoch: Epoch,
+        frame: &AudioFrame,
+    ) -> impl Future<Output = Result<(), axum::Error>> + Send;
     /// Barge-in: tell the far end to drop what it buffered.
     fn clear(&mut self) -> impl Future<Output = Result<(), axum::Error>> + Send;
     /// Writes an event (or maps it to the protocol's own messages).
     fn event(&mut self, ev: &ServerEvent) -> impl Future<Output = Result<(), axum::Error>> + Send;
     /// Handles a mark echo (carriers only).
     fn mark_echo(&mut self, _name: &str) {}
+    /// Where the wire reports what the far end confirmed played (carriers,
+    /// from their mark echoes); `None`: what the wire took counts as heard.
+    fn playout_confirmations(&self) -> Option<PlayoutConfirmations> {
+        None
+    }
     /// Says `end` if the protocol can, and closes.
     fn close(self, reason: Option<String>, code: u16) -> impl Future<Output = ()> + Send;
 }
@@ -265,6 +273,10 @@ where
     );
     let (inbound, source) = inbound_queue(INBOUND_FRAMES, INBOUND_CONTROLS);
     let (sink, audio) = audio_queue(AUDIO_QUEUE_FRAMES);
+    let sink = match wire.playout_confirmations() {
+        Some(confirmations) => sink.with_playout_confirmations(confirmations),
+        None => sink,
+    };
     let trace = (state.telemetry.as_ref()).map(|t| t.call(&start.call_id, start.transport.name()));
     let (mut events, writer_events) = call_events(&state.metrics, &start.call_id, trace);
     let (cmd_tx, cmd_rx) = mpsc::channel(WRITER_CMD_QUEUE);
@@ -468,11 +480,11 @@ impl<W: Wire> Writer<W> {
                 self.wrong_rate += 1;
                 return;
             }
-            QueuedAudio::Frame { frame, .. } => {
+            QueuedAudio::Frame { epoch, frame } => {
                 if let Some(tap) = &self.recording {
                     tap.bot(&frame);
                 }
-                self.wire.audio(&frame).await
+                self.wire.audio(epoch, &frame).await
             }
             QueuedAudio::Clear { .. } => {
                 if let Some(tap) = &self.recording {
@@ -520,7 +532,6 @@ mod tests {
 
     #[test]
     fn a_writer_that_never_reads_costs_the_metrics_nothing() {
-        use brisvox_core::Epoch;
         use brisvox_core::timeline::{TimelineRecorder, TurnEvent};
         use brisvox_engine::EngineEvent;
 

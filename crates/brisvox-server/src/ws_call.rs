@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket};
-use brisvox_core::AudioFrame;
+use brisvox_core::{AudioFrame, Epoch};
 use brisvox_engine::{Control, DtmfDigit};
 use brisvox_transport::brisvox_ws::ServerEvent;
 use brisvox_transport::{
@@ -35,7 +35,7 @@ struct BrisvoxWire {
 }
 
 impl Wire for BrisvoxWire {
-    async fn audio(&mut self, frame: &AudioFrame) -> Result<(), axum::Error> {
+    async fn audio(&mut self, _epoch: Epoch, frame: &AudioFrame) -> Result<(), axum::Error> {
         self.codec.encode_to(frame.samples(), &mut self.bytes);
         let msg = Message::Binary(self.bytes.as_slice().to_vec().into());
         self.sink.send(msg).await

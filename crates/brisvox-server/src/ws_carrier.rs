@@ -8,7 +8,10 @@
 //! engine controls, echoed marks to the writer, the carrier's stop) and the
 //! [`Wire`] (each answer frame as one media message in the stream's own
 //! encoding, a mark every [`MARK_EVERY_FRAMES`] and at the end of each answer,
-//! the carrier's clear on a barge-in). The start's parameters (minus the
+//! the carrier's clear on a barge-in). Each echoed mark tells the engine how
+//! much of the answer the caller has heard ([`PlayoutConfirmations`]): an
+//! interrupted answer is remembered up to the last echo, not up to what was
+//! sent, since the carrier plays from its own buffer. The start's parameters (minus the
 //! token), caller and callee become the call's metadata. When the server ends
 //! the call, the stream is closed and, where the carrier's REST access is
 //! configured, the phone call is hung up ([`crate::carrier_control`]); when
@@ -19,13 +22,15 @@
 //! code only (1002 malformed, 1003 unsupported, 1009 too large); unknown
 //! events and foreign stream ids are logged and skipped.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket};
-use brisvox_core::AudioFrame;
-use brisvox_engine::{Control, DtmfDigit};
+use brisvox_core::{AudioFrame, Epoch};
+use brisvox_engine::{Control, DtmfDigit, PlayoutConfirmations};
 use brisvox_transport::brisvox_ws::ServerEvent;
 use brisvox_transport::carrier::control::{CallAction, TransferTarget};
+use brisvox_transport::carrier::{DEFAULT_MAX_PENDING_MARKS, MarkOutcome};
 use brisvox_transport::twilio::{DEFAULT_MAX_PAYLOAD_BYTES, DEFAULT_MAX_TEXT_BYTES};
 use brisvox_transport::{
     Carrier, CarrierEncoder, ExotelStream, MediaStream, Outbound, Playout, PlivoStream,
@@ -78,6 +83,13 @@ struct CarrierWire {
     encoder: CarrierEncoder,
     playout: Playout,
     frames_since_mark: u32,
+    /// What the carrier confirmed played, shared with the engine.
+    confirmations: PlayoutConfirmations,
+    /// The answer being sent and how much of its audio was sent, ms.
+    sending: (Epoch, u64),
+    /// Each pending mark's name with the answer and its audio sent when it
+    /// was placed (oldest first, as many as the tracker keeps).
+    placed: VecDeque<(String, Epoch, u64)>,
 }
 
 impl CarrierWire {
@@ -93,12 +105,21 @@ impl CarrierWire {
         self.frames_since_mark = 0;
         let name = self.playout.next_mark();
         let msg = self.encoder.mark(&name);
+        if self.placed.len() == DEFAULT_MAX_PENDING_MARKS {
+            self.placed.pop_front();
+        }
+        let (epoch, sent_ms) = self.sending;
+        self.placed.push_back((name, epoch, sent_ms));
         self.send(msg).await
     }
 }
 
 impl Wire for CarrierWire {
-    async fn audio(&mut self, frame: &AudioFrame) -> Result<(), axum::Error> {
+    async fn audio(&mut self, epoch: Epoch, frame: &AudioFrame) -> Result<(), axum::Error> {
+        if self.sending.0 != epoch {
+            self.sending = (epoch, 0);
+        }
+        self.sending.1 += frame.duration().as_millis() as u64;
         let codec = self.encoder.format().codec;
         codec.encode_to(frame.samples(), &mut self.bytes);
         self.playout.on_media_sent(self.bytes.len());
@@ -113,6 +134,7 @@ impl Wire for CarrierWire {
 
     async fn clear(&mut self) -> Result<(), axum::Error> {
         let dropped_ms = self.playout.on_clear();
+        self.placed.clear();
         self.frames_since_mark = 0;
         tracing::debug!(dropped_ms, "carrier clear");
         let msg = self.encoder.clear();
@@ -132,6 +154,18 @@ impl Wire for CarrierWire {
     fn mark_echo(&mut self, name: &str) {
         let outcome = self.playout.handle_mark(name);
         tracing::trace!(?outcome, "carrier mark echoed");
+        if !matches!(outcome, MarkOutcome::Played { .. }) {
+            return;
+        }
+        if let Some(at) = self.placed.iter().position(|(n, ..)| n == name) {
+            let (_, epoch, ms) = self.placed[at];
+            self.placed.drain(..=at);
+            self.confirmations.confirm(epoch, ms);
+        }
+    }
+
+    fn playout_confirmations(&self) -> Option<PlayoutConfirmations> {
+        Some(self.confirmations.clone())
     }
 
     async fn close(mut self, _reason: Option<String>, code: u16) {
@@ -215,6 +249,9 @@ pub(crate) async fn run(
         encoder,
         playout: Playout::for_format(format),
         frames_since_mark: 0,
+        confirmations: PlayoutConfirmations::new(),
+        sending: (Epoch::ZERO, 0),
+        placed: VecDeque::new(),
     };
     let ended = drive_call(&state, call, permit, wire, |io| {
         read_loop(stream, codec, inbound, io)

@@ -16,22 +16,16 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use brisvox_audio::wav::read_wav;
 use brisvox_testkit::{eventually_async, eventually_some_async, later};
-use brisvox_transport::carrier::emulator::ServerCommand;
+use brisvox_transport::Carrier;
 use brisvox_transport::twilio::signature::compute_signature;
-use brisvox_transport::{Carrier, WireFormat};
 use common::binary::{Logs, start_server_with};
-use common::carrier::{FakeCarrier, Heard, test_format};
+use common::carrier::{FakeCarrier, Seen, speech, talk_until, test_format};
 use common::rest::fake_api;
-use tokio::time::{Instant, MissedTickBehavior};
 
 const KEY: &str = include_str!("../../brisvox-transport/tests/fixtures/vonage_test_key.pem");
-
-/// Bound on one call's whole exchange.
-const CALL_LIMIT: Duration = Duration::from_secs(40);
 
 const CARRIERS: [Carrier; 5] = [
     Carrier::Twilio,
@@ -112,26 +106,6 @@ fn start_server(api_base: &str, extra: &str, record: bool) -> Server {
     Server { binary, logs, dir }
 }
 
-/// The recorded phone prompt at the stream's rate, in 20 ms frames encoded
-/// in the stream's codec.
-fn speech(format: WireFormat) -> Vec<Vec<u8>> {
-    let name = match format.sample_rate_hz {
-        16000 => "phone_all_circuits_busy_now_16k",
-        _ => "phone_all_circuits_busy_now_8k",
-    };
-    let path = format!("{}/../../fixtures/{name}.wav", env!("CARGO_MANIFEST_DIR"));
-    let bytes = std::fs::read(&path).expect("fixture present");
-    let samples = read_wav(&bytes).expect("valid WAV").to_mono();
-    samples
-        .chunks_exact(format.sample_rate_hz as usize / 50)
-        .map(|c| {
-            let mut out = Vec::new();
-            format.codec.encode_to(c, &mut out);
-            out
-        })
-        .collect()
-}
-
 /// Opens `carrier`'s stream the way its setup page says.
 async fn open(addr: SocketAddr, carrier: Carrier, call_id: &str) -> FakeCarrier {
     let path = format!("/{}", carrier.as_str());
@@ -153,64 +127,6 @@ async fn open(addr: SocketAddr, carrier: Carrier, call_id: &str) -> FakeCarrier 
     fake
 }
 
-/// What one call saw.
-#[derive(Debug, Default)]
-struct Seen {
-    audible_ms: usize,
-    marks: usize,
-    clears: usize,
-}
-
-/// Sends `frames` (then silence) in real time while handling the server's
-/// commands, until `done`.
-async fn talk_until(
-    fake: &mut FakeCarrier,
-    frames: &[Vec<u8>],
-    seen: &mut Seen,
-    done: impl Fn(&Seen) -> bool,
-) {
-    let format = fake.emu.format();
-    let silence = fake.frame(false, 0);
-    let mut tick = tokio::time::interval(Duration::from_millis(20));
-    tick.set_missed_tick_behavior(MissedTickBehavior::Burst);
-    let deadline = Instant::now() + CALL_LIMIT;
-    let mut next = frames.iter();
-    let mut decoded = Vec::new();
-    while !done(seen) {
-        assert!(
-            Instant::now() < deadline,
-            "{:?}: {seen:?}",
-            fake.emu.carrier()
-        );
-        tokio::select! {
-            _ = tick.tick() => {
-                let f = next.next().unwrap_or(&silence).clone();
-                fake.media(&f).await;
-            }
-            heard = fake.next() => match heard {
-                Heard::Command(ServerCommand::Play(audio)) => {
-                    format.codec.decode_to(&audio, &mut decoded);
-                    if decoded.iter().any(|s| s.unsigned_abs() > 1000) {
-                        seen.audible_ms += decoded.len() * 1000 / format.sample_rate_hz as usize;
-                    }
-                }
-                Heard::Command(ServerCommand::Mark(name)) => {
-                    seen.marks += 1;
-                    let echo = fake.emu.mark_echo(&name);
-                    fake.send(echo).await;
-                }
-                Heard::Command(ServerCommand::Clear) => {
-                    seen.clears += 1;
-                    if let Some(confirm) = fake.emu.cleared() {
-                        fake.send(confirm).await;
-                    }
-                }
-                Heard::Closed(code) => panic!("{:?} closed ({code:?}): {seen:?}", fake.emu.carrier()),
-            },
-        }
-    }
-}
-
 fn logged(server: &Server, message: &str, call_id: &str, field: &str, value: &str) -> bool {
     server.logs.lock().expect("log lock").iter().any(|v| {
         let f = &v["fields"];
@@ -223,12 +139,12 @@ async fn converse(server: &Server, carrier: Carrier) {
     let mut fake = open(server.binary.addr, carrier, &call_id).await;
     let speech = speech(fake.emu.format());
     let mut seen = Seen::default();
-    talk_until(&mut fake, &speech, &mut seen, |s| {
+    talk_until(&mut fake, &speech, &mut seen, true, |s| {
         s.audible_ms >= 400 && s.marks > 0
     })
     .await;
     // Talk over the answer: the server must tell the carrier to drop it.
-    talk_until(&mut fake, &speech, &mut seen, |s| s.clears > 0).await;
+    talk_until(&mut fake, &speech, &mut seen, true, |s| s.clears > 0).await;
     let key = fake.emu.dtmf('5');
     fake.send(key).await;
     let what = later(|| format!("{carrier:?}: the engine never logged the key press"));

@@ -33,7 +33,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::inbox::{DriverInput, OutInput};
 use super::{SharedTimeline, mark, now, shutdown, sleep_until, stale};
-use crate::edge::CallSink;
+use crate::edge::{CallSink, PlayoutConfirmations};
 use crate::frame_queue::QueueReceiver;
 use crate::playout::PlayoutBook;
 
@@ -51,6 +51,9 @@ pub(crate) struct OutputStage<K> {
     book: PlayoutBook,
     /// The last cut response whose heard part was reported.
     reported: Option<Epoch>,
+    /// What the far end confirmed as played, when the transport learns it
+    /// (a carrier's mark echoes): a cut answer is cut to it.
+    confirmed: Option<PlayoutConfirmations>,
     driver: mpsc::Sender<DriverInput>,
     timeline: SharedTimeline,
     frames_out: Arc<AtomicU64>,
@@ -70,6 +73,7 @@ impl<K: CallSink> OutputStage<K> {
         shutdown: watch::Receiver<bool>,
     ) -> Self {
         OutputStage {
+            confirmed: sink.playout_confirmations(),
             sink,
             inbox,
             pacer: OutputPacer::new(),
@@ -206,6 +210,9 @@ impl<K: CallSink> OutputStage<K> {
             return;
         }
         self.reported = Some(cut);
+        if let Some(confirmed) = &self.confirmed {
+            self.book.confirmed(cut, confirmed.heard_ms(cut) as f64);
+        }
         if let Some(heard) = self.book.heard(cut) {
             let _ = self.driver.send(DriverInput::Heard { heard }).await;
         }

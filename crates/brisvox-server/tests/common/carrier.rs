@@ -2,9 +2,13 @@
 //! [`CarrierEmulator`] builds the messages the carrier sends (its documented
 //! shapes) and reads the commands the server sends back.
 
+use std::time::Duration;
+
+use brisvox_audio::wav::read_wav;
 use brisvox_transport::carrier::emulator::{CarrierEmulator, ServerCommand};
 use brisvox_transport::{AudioCodec, Carrier, Outbound, WireFormat};
 use futures_util::{SinkExt, StreamExt};
+use tokio::time::{Instant, MissedTickBehavior};
 use tokio_tungstenite::tungstenite::Message;
 
 use super::{WAIT, Ws};
@@ -118,5 +122,90 @@ pub fn test_format(carrier: Carrier) -> WireFormat {
     WireFormat {
         codec,
         sample_rate_hz,
+    }
+}
+
+/// Bound on one call's whole exchange in [`talk_until`].
+pub const CALL_LIMIT: Duration = Duration::from_secs(40);
+
+/// What one call saw.
+#[derive(Debug, Default)]
+pub struct Seen {
+    pub audible_ms: usize,
+    pub marks: usize,
+    pub clears: usize,
+}
+
+/// The recorded phone prompt at the stream's rate, in 20 ms frames encoded
+/// in the stream's codec.
+pub fn speech(format: WireFormat) -> Vec<Vec<u8>> {
+    let name = match format.sample_rate_hz {
+        16000 => "phone_all_circuits_busy_now_16k",
+        _ => "phone_all_circuits_busy_now_8k",
+    };
+    let path = format!("{}/../../fixtures/{name}.wav", env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(&path).expect("fixture present");
+    let samples = read_wav(&bytes).expect("valid WAV").to_mono();
+    samples
+        .chunks_exact(format.sample_rate_hz as usize / 50)
+        .map(|c| {
+            let mut out = Vec::new();
+            format.codec.encode_to(c, &mut out);
+            out
+        })
+        .collect()
+}
+
+/// Sends `frames` (then silence) in real time while handling the server's
+/// commands, until `done`; echoes each mark at once when `echo_marks` (as a
+/// carrier whose buffer plays at once), never otherwise.
+pub async fn talk_until(
+    fake: &mut FakeCarrier,
+    frames: &[Vec<u8>],
+    seen: &mut Seen,
+    echo_marks: bool,
+    done: impl Fn(&Seen) -> bool,
+) {
+    let format = fake.emu.format();
+    let silence = fake.frame(false, 0);
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    tick.set_missed_tick_behavior(MissedTickBehavior::Burst);
+    let deadline = Instant::now() + CALL_LIMIT;
+    let mut next = frames.iter();
+    let mut decoded = Vec::new();
+    while !done(seen) {
+        assert!(
+            Instant::now() < deadline,
+            "{:?}: {seen:?}",
+            fake.emu.carrier()
+        );
+        tokio::select! {
+            _ = tick.tick() => {
+                let f = next.next().unwrap_or(&silence).clone();
+                fake.media(&f).await;
+            }
+            heard = fake.next() => match heard {
+                Heard::Command(ServerCommand::Play(audio)) => {
+                    format.codec.decode_to(&audio, &mut decoded);
+                    if decoded.iter().any(|s| s.unsigned_abs() > 1000) {
+                        seen.audible_ms += decoded.len() * 1000 / format.sample_rate_hz as usize;
+                    }
+                }
+                Heard::Command(ServerCommand::Mark(name)) => {
+                    seen.marks += 1;
+                    if echo_marks {
+                        let echo = fake.emu.mark_echo(&name);
+                        fake.send(echo).await;
+                    }
+                }
+                Heard::Command(ServerCommand::Clear) => {
+                    seen.clears += 1;
+                    if let Some(confirm) = fake.emu.cleared() {
+                        fake.send(confirm).await;
+                    }
+                }
+                Heard::Closed(code) => panic!("{:?} closed ({code:?}): {seen:?}", fake.emu.carrier()),
+            },
+        }
     }
 }
