@@ -61,7 +61,7 @@ def main(out: Path) -> None:
                       f"({100 * committed / started:.0f} % of runs); {committed} of {responses} LLM responses "
                       f"started from a committed run ({100 * committed / responses:.0f} %); "
                       f"{(started - committed) / responses:.2f} extra LLM requests per response; "
-                      f"wasted output tokens {wasted} (the engine's counters, `brisvox-speculation.md`)."]
+                      f"wasted output tokens {wasted} (the engine's counters, `{name}.md`)."]
     lines += ["", "Labels:", ""] + [f"- {label}: {r['label']} ({r['url']})" for _, label, r in runs]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {out / 'summary.md'}")
