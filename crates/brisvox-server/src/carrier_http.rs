@@ -13,6 +13,15 @@
 //!   with the configured parameters, the caller (`from`), the number called
 //!   (`to`) and the route token as `<Parameter>`s. Signature-checked like the
 //!   upgrade; without signature checks it takes the route token instead.
+//! - `GET|POST /plivo/answer`: Plivo XML, a bidirectional `<Stream>` to
+//!   `wss://HOST/plivo` in `[telephony.plivo] content_type`, the parameters
+//!   as `extraHeaders` (letters and digits only: `from`/`to` lose their `+`).
+//!   Checked with `X-Plivo-Signature-V3` when the auth token is set;
+//!   otherwise it takes the route token.
+//! - `POST /telnyx/texml`: TeXML `<Connect><Stream>` (bidirectional RTP,
+//!   `[telephony.telnyx] codec`) to `wss://HOST/telnyx` with the parameters
+//!   as `<Parameter>`s. Checked with `telnyx-signature-ed25519` when the
+//!   account's public key is set; otherwise it takes the route token.
 //! - `GET /vonage/answer`: the NCCO `connect` to `wss://HOST/vonage`, the
 //!   call's `uuid`, `from`, `to`, the configured parameters and the token in
 //!   the endpoint's headers. Takes the route token (`?token=` on the answer URL).
@@ -20,12 +29,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::Form;
+use axum::body::Bytes;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use brisvox_transport::Carrier;
 use brisvox_transport::twilio::{signature, twiml};
+use brisvox_transport::{plivo_answer, telnyx_answer};
 use serde_json::json;
 
 use crate::agent::RouteAuth;
@@ -125,48 +135,175 @@ pub(crate) fn upgrade(
     })
 }
 
-/// `POST /twilio/voice`: the TwiML that streams the incoming call here.
-pub(crate) fn twilio_voice(
-    state: &AppState,
-    headers: &HeaderMap,
-    uri: &Uri,
-    query: &HashMap<String, String>,
-    Form(form): Form<Vec<(String, String)>>,
-) -> Response {
-    let auth = route_auth(state, Carrier::Twilio);
-    if let Some(token) = state.agent.telephony.twilio_signature_token() {
-        let url = requested_url(state, headers, uri, false);
-        if !twilio_signed(token, headers, &url, &form) {
-            tracing::info!(%url, "twilio voice webhook refused: no valid X-Twilio-Signature");
-            return StatusCode::FORBIDDEN.into_response();
+/// What an answer webhook was asked with.
+#[derive(Debug)]
+pub(crate) struct AnswerRequest {
+    pub(crate) method: Method,
+    pub(crate) headers: HeaderMap,
+    pub(crate) uri: Uri,
+    pub(crate) query: HashMap<String, String>,
+    /// The body, as sent (a signature may cover it byte for byte).
+    pub(crate) body: Bytes,
+    /// The body's form fields, decoded.
+    pub(crate) form: Vec<(String, String)>,
+}
+
+impl AnswerRequest {
+    /// The request's parts; a body that is no form has no fields.
+    pub(crate) fn new(
+        method: Method,
+        headers: HeaderMap,
+        uri: Uri,
+        query: HashMap<String, String>,
+        body: Bytes,
+    ) -> Self {
+        let form = std::str::from_utf8(&body)
+            .map(brisvox_transport::form::parse)
+            .unwrap_or_default();
+        AnswerRequest {
+            method,
+            headers,
+            uri,
+            query,
+            body,
+            form,
         }
-    } else if !authorized(auth, headers, query) {
-        return StatusCode::UNAUTHORIZED.into_response();
     }
-    let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-    let mut params: Vec<(String, String)> = state
-        .agent
-        .telephony
-        .parameters
-        .iter()
+
+    /// A field of the form, else of the query (a GET webhook sends it there).
+    fn field(&self, name: &str) -> Option<String> {
+        (self
+            .form
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone()))
+        .or_else(|| self.query.get(name).cloned())
+    }
+
+    /// The request's URL as the carrier signed it.
+    fn url(&self, state: &AppState) -> String {
+        requested_url(state, &self.headers, &self.uri, false)
+    }
+}
+
+/// The parameters a stream set up by an answer webhook carries: the
+/// configured ones, the caller (`from`, the carrier's `From`) and the number
+/// called (`to`, from `To`), each passed through `clean`, and the route token.
+fn stream_parameters(
+    state: &AppState,
+    request: &AnswerRequest,
+    auth: Option<&RouteAuth>,
+    clean: impl Fn(String) -> String,
+) -> Vec<(String, String)> {
+    let mut params: Vec<(String, String)> = (state.agent.telephony.parameters.iter())
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     for (key, name) in [("from", "From"), ("to", "To")] {
-        if let Some(v) = field(name) {
-            params.push((key.to_owned(), v));
+        if let Some(v) = request.field(name) {
+            params.push((key.to_owned(), clean(v)));
         }
     }
     if let Some(token) = token_value(auth) {
         params.push((crate::ws_carrier::TOKEN_PARAMETER.to_owned(), token));
     }
-    let url = format!("{}/twilio", public_base(state, headers, true));
-    match twiml::connect_stream(&url, &params) {
+    params
+}
+
+/// The answer, or a 500 naming why it could not be built.
+fn xml_answer<E: std::fmt::Display>(carrier: Carrier, xml: Result<String, E>) -> Response {
+    match xml {
         Ok(xml) => ([(header::CONTENT_TYPE, "text/xml")], xml).into_response(),
         Err(e) => {
-            tracing::error!(error = %e, "cannot answer the Twilio call");
+            tracing::error!(error = %e, carrier = carrier.as_str(), "cannot answer the call");
             (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response()
         }
     }
+}
+
+/// `POST /twilio/voice`: the TwiML that streams the incoming call here.
+pub(crate) fn twilio_voice(state: &AppState, request: &AnswerRequest) -> Response {
+    let auth = route_auth(state, Carrier::Twilio);
+    if let Some(token) = state.agent.telephony.twilio_signature_token() {
+        let url = request.url(state);
+        if !twilio_signed(token, &request.headers, &url, &request.form) {
+            tracing::info!(%url, "twilio voice webhook refused: no valid X-Twilio-Signature");
+            return StatusCode::FORBIDDEN.into_response();
+        }
+    } else if !authorized(auth, &request.headers, &request.query) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let params = stream_parameters(state, request, auth, |v| v);
+    let url = format!("{}/twilio", public_base(state, &request.headers, true));
+    xml_answer(Carrier::Twilio, twiml::connect_stream(&url, &params))
+}
+
+/// True when the request carries Plivo's valid V3 signature.
+fn plivo_signed(token: &str, request: &AnswerRequest, url: &str) -> bool {
+    let text = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok());
+    let (Some(sig), Some(nonce)) = (
+        text(plivo_answer::SIGNATURE_V3_HEADER),
+        text(plivo_answer::SIGNATURE_V3_NONCE_HEADER),
+    ) else {
+        return false;
+    };
+    let method = request.method.as_str();
+    plivo_answer::validate_v3(token, method, url, &request.form, nonce, sig)
+}
+
+/// `GET|POST /plivo/answer`: the Plivo XML that streams the call here.
+pub(crate) fn plivo_answer(state: &AppState, request: &AnswerRequest) -> Response {
+    let Some(plivo) = &state.agent.telephony.plivo else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let auth = route_auth(state, Carrier::Plivo);
+    if let Some(token) = state.agent.telephony.plivo_signature_token() {
+        let url = request.url(state);
+        if !plivo_signed(token, request, &url) {
+            tracing::info!(%url, "plivo answer refused: no valid X-Plivo-Signature-V3");
+            return StatusCode::FORBIDDEN.into_response();
+        }
+    } else if !authorized(auth, &request.headers, &request.query) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    // Plivo's extraHeaders take letters and digits only: +15550100 goes as 15550100.
+    let alnum = |v: String| v.chars().filter(char::is_ascii_alphanumeric).collect();
+    let params = stream_parameters(state, request, auth, alnum);
+    let url = format!("{}/plivo", public_base(state, &request.headers, true));
+    let xml = plivo_answer::stream_xml(&url, &plivo.content_type, &params);
+    xml_answer(Carrier::Plivo, xml)
+}
+
+/// True when the request carries Telnyx's valid signature of its body.
+fn telnyx_signed(key: &[u8], request: &AnswerRequest) -> bool {
+    let text = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok());
+    let (Some(sig), Some(ts)) = (
+        text(telnyx_answer::SIGNATURE_HEADER),
+        text(telnyx_answer::TIMESTAMP_HEADER),
+    ) else {
+        return false;
+    };
+    let now = crate::clock::wall_clock().as_secs();
+    telnyx_answer::validate(key, sig, ts, &request.body, now)
+}
+
+/// `POST /telnyx/texml`: the TeXML that streams the call here.
+pub(crate) fn telnyx_texml(state: &AppState, request: &AnswerRequest) -> Response {
+    let Some(telnyx) = &state.agent.telephony.telnyx else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let auth = route_auth(state, Carrier::Telnyx);
+    if let Some(key) = state.agent.telephony.telnyx_signature_key() {
+        if !telnyx_signed(&key, request) {
+            tracing::info!("telnyx texml refused: no valid telnyx-signature-ed25519");
+            return StatusCode::FORBIDDEN.into_response();
+        }
+    } else if !authorized(auth, &request.headers, &request.query) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let params = stream_parameters(state, request, auth, |v| v);
+    let url = format!("{}/telnyx", public_base(state, &request.headers, true));
+    let xml = telnyx_answer::connect_stream(&url, &telnyx.codec, &params);
+    xml_answer(Carrier::Telnyx, xml)
 }
 
 /// `GET /vonage/answer`: the NCCO that connects the call to `/vonage`.

@@ -4,20 +4,23 @@
 //! 503 while draining, full or under pool pressure), `/metrics` (Prometheus
 //! text), `/call` (brisvox protocol, `ws_call`), the carriers' media streams
 //! `/twilio`, `/telnyx`, `/plivo`, `/vonage`, `/exotel` (`ws_carrier`) and
-//! their answer webhooks `/twilio/voice` and `/vonage/answer`
+//! their answer webhooks `/twilio/voice`, `/telnyx/texml`, `/plivo/answer`
+//! and `/vonage/answer`
 //! (`carrier_http`), and the browser demo page at `/` ([`crate::demo`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::Router;
+use axum::body::Bytes;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
-use axum::{Form, Router};
 use brisvox_transport::Carrier;
 
+use crate::carrier_http::{self, AnswerRequest};
 use crate::gate::{admit_and_upgrade, authorized};
 use crate::state::AppState;
 
@@ -29,9 +32,21 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/metrics", get(metrics))
         .route("/call", get(call_route))
         .route("/twilio", carrier_route(Carrier::Twilio))
-        .route("/twilio/voice", post(twilio_voice))
+        .route(
+            "/twilio/voice",
+            post(answer_route(carrier_http::twilio_voice)),
+        )
         .route("/telnyx", carrier_route(Carrier::Telnyx))
+        .route(
+            "/telnyx/texml",
+            post(answer_route(carrier_http::telnyx_texml)),
+        )
         .route("/plivo", carrier_route(Carrier::Plivo))
+        .route(
+            "/plivo/answer",
+            get(answer_route(carrier_http::plivo_answer))
+                .post(answer_route(carrier_http::plivo_answer)),
+        )
         .route("/vonage", carrier_route(Carrier::Vonage))
         .route("/vonage/answer", get(vonage_answer))
         .route("/exotel", carrier_route(Carrier::Exotel))
@@ -91,14 +106,27 @@ fn carrier_route(carrier: Carrier) -> MethodRouter<Arc<AppState>> {
     )
 }
 
-async fn twilio_voice(
-    state: State<Arc<AppState>>,
-    headers: HeaderMap,
-    uri: Uri,
-    query: Query<HashMap<String, String>>,
-    form: Form<Vec<(String, String)>>,
-) -> Response {
-    crate::carrier_http::twilio_voice(&state.0, &headers, &uri, &query.0, form)
+/// An answer webhook's handler over `answer`.
+// The closure's type is axum's handler signature, spelled out once here.
+#[allow(clippy::type_complexity)]
+fn answer_route(
+    answer: fn(&AppState, &AnswerRequest) -> Response,
+) -> impl Fn(
+    State<Arc<AppState>>,
+    Method,
+    HeaderMap,
+    Uri,
+    Query<HashMap<String, String>>,
+    Bytes,
+) -> std::future::Ready<Response>
++ Clone
++ Send
++ Sync
++ 'static {
+    move |state, method, headers, uri, query, body| {
+        let request = AnswerRequest::new(method, headers, uri, query.0, body);
+        std::future::ready(answer(&state.0, &request))
+    }
 }
 
 async fn vonage_answer(

@@ -10,6 +10,9 @@
 //!   streams, each a [`carrier::MediaStream`]: the one interface every carrier
 //!   (Twilio too, through [`twilio::TwilioStream`]) is driven through, with
 //!   its shared [`carrier::StreamError`] and [`carrier::Playout`] tracker.
+//! - [`plivo_answer`] and [`telnyx_answer`]: those carriers' answer webhooks
+//!   (their signatures, the XML that streams a call here); [`form`] decodes
+//!   the form bodies they send.
 //! - [`framer`]: [`framer::FrameAssembler`], binary audio of any size in, whole
 //!   20 ms frames out, bounded.
 //!
@@ -22,9 +25,12 @@
 pub mod brisvox_ws;
 pub mod carrier;
 pub mod exotel;
+pub mod form;
 pub mod framer;
 pub mod plivo;
+pub mod plivo_answer;
 pub mod telnyx;
+pub mod telnyx_answer;
 pub mod twilio;
 pub mod vonage;
 

@@ -9,10 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use brisvox_transport::Carrier;
 use brisvox_transport::carrier::control::{
     PLIVO_API_BASE, TELNYX_API_BASE, TWILIO_API_BASE, VONAGE_API_BASE, parse_rsa_pem,
 };
+use brisvox_transport::{Carrier, plivo_answer, telnyx_answer};
 use serde::{Deserialize, Serialize};
 
 use super::AgentError;
@@ -111,6 +111,14 @@ pub struct TelnyxSettings {
     pub api_key: Option<SecretSetting>,
     /// The REST API's base URL.
     pub api_base: String,
+    /// The account's public key (base64, Mission Control "Public Key"):
+    /// checks `telnyx-signature-ed25519` on `/telnyx/texml`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    /// Refuse `/telnyx/texml` requests without a valid signature (needs `public_key`).
+    pub validate_signature: bool,
+    /// The codec `/telnyx/texml` asks for: `PCMU` or `PCMA` (A-law).
+    pub codec: String,
 }
 
 impl Default for TelnyxSettings {
@@ -118,6 +126,9 @@ impl Default for TelnyxSettings {
         Self {
             api_key: None,
             api_base: TELNYX_API_BASE.to_owned(),
+            public_key: None,
+            validate_signature: true,
+            codec: "PCMU".to_owned(),
         }
     }
 }
@@ -134,6 +145,11 @@ pub struct PlivoSettings {
     pub auth_token: Option<SecretSetting>,
     /// The REST API's base URL.
     pub api_base: String,
+    /// Refuse `/plivo/answer` requests without a valid `X-Plivo-Signature-V3`
+    /// (checked when `auth_token` is set).
+    pub validate_signature: bool,
+    /// The `contentType` `/plivo/answer` asks for.
+    pub content_type: String,
 }
 
 impl Default for PlivoSettings {
@@ -142,6 +158,8 @@ impl Default for PlivoSettings {
             auth_id: None,
             auth_token: None,
             api_base: PLIVO_API_BASE.to_owned(),
+            validate_signature: true,
+            content_type: plivo_answer::CONTENT_TYPES[0].to_owned(),
         }
     }
 }
@@ -194,6 +212,18 @@ impl TelephonySettings {
         }
     }
 
+    /// The Plivo auth token when `/plivo/answer` signatures must be checked.
+    pub fn plivo_signature_token(&self) -> Option<&str> {
+        let p = self.plivo.as_ref().filter(|p| p.validate_signature)?;
+        p.auth_token.as_ref()?.secret().map(|s| s.expose())
+    }
+
+    /// The Telnyx public key when `/telnyx/texml` signatures must be checked.
+    pub fn telnyx_signature_key(&self) -> Option<Vec<u8>> {
+        let t = self.telnyx.as_ref().filter(|t| t.validate_signature)?;
+        telnyx_answer::public_key(t.public_key.as_deref()?).ok()
+    }
+
     /// The Twilio auth token when signatures must be checked.
     pub fn twilio_signature_token(&self) -> Option<&str> {
         let t = self.twilio.as_ref().filter(|t| t.validate_signature)?;
@@ -217,9 +247,17 @@ impl TelephonySettings {
         }
         if let Some(t) = &mut self.telnyx {
             resolve(&mut t.api_key, "telephony.telnyx.api_key", env)?;
+            t.check()?;
         }
         if let Some(p) = &mut self.plivo {
             resolve(&mut p.auth_token, "telephony.plivo.auth_token", env)?;
+            if !plivo_answer::CONTENT_TYPES.contains(&p.content_type.as_str()) {
+                return Err(AgentError::invalid(
+                    "telephony.plivo.content_type",
+                    &p.content_type,
+                    &plivo_answer::CONTENT_TYPES.join(", "),
+                ));
+            }
             both(
                 p.auth_id.is_some(),
                 p.auth_token.is_some(),
@@ -245,6 +283,28 @@ impl TwilioSettings {
                 "telephony.twilio.auth_token",
                 "(unset)",
                 "the account's auth token, to check X-Twilio-Signature and call the REST API",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl TelnyxSettings {
+    fn check(&self) -> Result<(), AgentError> {
+        if !telnyx_answer::CODECS.contains(&self.codec.as_str()) {
+            return Err(AgentError::invalid(
+                "telephony.telnyx.codec",
+                &self.codec,
+                "PCMU or PCMA",
+            ));
+        }
+        if let Some(key) = &self.public_key
+            && telnyx_answer::public_key(key).is_err()
+        {
+            return Err(AgentError::invalid(
+                "telephony.telnyx.public_key",
+                key,
+                "the account's public key: base64 of 32 bytes",
             ));
         }
         Ok(())
