@@ -100,7 +100,10 @@ async fn the_documented_messages_in_order() {
     // the cleared text's, audio after it the next context's.
     speak_documented_text(&tts, &mut conn, ctx(2)).await;
     tts.cancel(ctx(2));
-    assert_eq!(next_json(&mut conn).await, fixture("aura_clear_request.json"));
+    assert_eq!(
+        next_json(&mut conn).await,
+        fixture("aura_clear_request.json")
+    );
     conn.send_binary(le(&[99, 99])).await;
     conn.send_text(support_fixtures::text(
         "deepgram",
@@ -125,7 +128,10 @@ async fn the_documented_messages_in_order() {
     assert_eq!(next(&mut events).await, TtsEvent::Done { ctx: ctx(3) });
 
     tts.close().await.unwrap();
-    assert_eq!(next_json(&mut conn).await, fixture("aura_close_request.json"));
+    assert_eq!(
+        next_json(&mut conn).await,
+        fixture("aura_close_request.json")
+    );
     // "1000 Normal Closure" after the Close (the Close page).
     conn.close(1000, "").await;
     assert_eq!(next(&mut events).await, TtsEvent::Closed);

@@ -98,7 +98,8 @@ fn deepgram(m: &serde_json::Value) -> Vec<Message> {
         serde_json::json!({"type": "Results", "is_final": true, "speech_final": false,
         "from_finalize": true, "start": 0.0, "duration": 0.3,
         "channel": {"alternatives": [{"transcript": "", "confidence": 0.0, "words": []}]}})
-        .to_string().into(),
+        .to_string()
+        .into(),
     ]
 }
 
@@ -119,7 +120,11 @@ fn cartesia(m: &serde_json::Value) -> Vec<Message> {
 fn elevenlabs(m: &serde_json::Value) -> Vec<Message> {
     let ctx = m["context_id"].clone();
     if m["close_context"] == true {
-        return vec![serde_json::json!({"isFinal": true, "contextId": ctx}).to_string().into()];
+        return vec![
+            serde_json::json!({"isFinal": true, "contextId": ctx})
+                .to_string()
+                .into(),
+        ];
     }
     match m["text"].as_str() {
         Some(text) if !text.trim().is_empty() => vec![
@@ -179,9 +184,18 @@ enum Tts {
 async fn tts_section(tts: Tts) -> String {
     let (name, model, voice, url) = match tts {
         Tts::Cartesia => {
-            let auth = Auth { header: "authorization", prefix: "Bearer ", close_reason: None };
+            let auth = Auth {
+                header: "authorization",
+                prefix: "Bearer ",
+                close_reason: None,
+            };
             let base = ws_fake(auth, "/tts/websocket", cartesia).await;
-            ("cartesia", "sonic-3.5", "voice = \"voice-1\"\n", format!("{base}/tts/websocket"))
+            (
+                "cartesia",
+                "sonic-3.5",
+                "voice = \"voice-1\"\n",
+                format!("{base}/tts/websocket"),
+            )
         }
         Tts::ElevenLabs => {
             let auth = Auth {
@@ -191,12 +205,26 @@ async fn tts_section(tts: Tts) -> String {
             };
             let path = "/v1/text-to-speech/voice-1/multi-stream-input";
             let base = ws_fake(auth, path, elevenlabs).await;
-            ("elevenlabs", "eleven_flash_v2_5", "voice = \"voice-1\"\n", base)
+            (
+                "elevenlabs",
+                "eleven_flash_v2_5",
+                "voice = \"voice-1\"\n",
+                base,
+            )
         }
         Tts::Aura => {
-            let auth = Auth { header: "authorization", prefix: "Token ", close_reason: None };
+            let auth = Auth {
+                header: "authorization",
+                prefix: "Token ",
+                close_reason: None,
+            };
             let base = ws_fake(auth, "/v1/speak", aura).await;
-            ("deepgram_aura", "aura-2-thalia-en", "", format!("{base}/v1/speak"))
+            (
+                "deepgram_aura",
+                "aura-2-thalia-en",
+                "",
+                format!("{base}/v1/speak"),
+            )
         }
     };
     format!(
@@ -205,7 +233,11 @@ async fn tts_section(tts: Tts) -> String {
 }
 
 async fn run_probe(llm_key: &str, tts: Tts, tts_key: &str) -> (bool, String) {
-    let auth = Auth { header: "authorization", prefix: "Token ", close_reason: None };
+    let auth = Auth {
+        header: "authorization",
+        prefix: "Token ",
+        close_reason: None,
+    };
     let dg = ws_fake(auth, "/v1/listen", deepgram).await;
     let oai = openai_fake().await;
     let tts = tts_section(tts).await;
@@ -299,7 +331,10 @@ async fn elevenlabs_speaks_with_a_good_key_and_a_bad_key_names_the_tts_stage() {
         tts.contains("FAILED") && tts.contains("check the API key"),
         "{text}"
     );
-    assert!(line(&text, "llm  openai_compatible").contains("ok:"), "{text}");
+    assert!(
+        line(&text, "llm  openai_compatible").contains("ok:"),
+        "{text}"
+    );
     assert!(!text.contains(bad) && !text.contains(GOOD), "{text}");
 }
 

@@ -21,10 +21,14 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 
 use super::VendorSocket;
+
 pub(crate) use super::ws_ctx::WordsFrom;
 use super::ws_ctx::{ClosingBook, Ctx};
 use crate::tts::{TtsBackend, TtsInput};
 use crate::{ContextId, ProviderError, TtsEvent, WordTiming};
+
+/// How long a failed send waits for a close frame already on its way.
+const CLOSE_READ_GRACE: Duration = Duration::from_millis(250);
 
 /// What a vendor message means to the session.
 #[derive(Debug, PartialEq)]
@@ -204,10 +208,30 @@ impl<W: TtsWire> WsTtsSession<W> {
 
     async fn send(&mut self, message: WsMessage) -> Result<(), Stop> {
         self.last_sent = Instant::now();
-        self.socket
-            .send(message)
-            .await
-            .map_err(|_| Stop::Failed(ProviderError::disconnected("websocket send failed")))
+        if self.socket.send(message).await.is_ok() {
+            return Ok(());
+        }
+        Err(Stop::Failed(self.why_send_failed().await))
+    }
+
+    /// Why a send failed: the vendor's close frame when one is already
+    /// waiting to be read, else a plain disconnect. A vendor that refuses a
+    /// key closes after the first message (ElevenLabs' 1008 "Invalid API
+    /// key"), and the adapter's next sends can fail before that frame is
+    /// read: its reason, not "send failed", tells the user what to fix.
+    async fn why_send_failed(&mut self) -> ProviderError {
+        let pending_close = async {
+            while let Some(Ok(message)) = self.socket.next().await {
+                if let WsMessage::Close(frame) = message {
+                    return Some(frame);
+                }
+            }
+            None
+        };
+        match tokio::time::timeout(CLOSE_READ_GRACE, pending_close).await {
+            Ok(Some(frame)) => self.wire.close_error(frame.as_ref()),
+            _ => ProviderError::disconnected("websocket send failed"),
+        }
     }
 
     async fn send_all(&mut self, messages: Vec<String>) -> Result<(), Stop> {
