@@ -86,6 +86,12 @@ pub enum WavError {
         /// Data bytes.
         len: usize,
     },
+    /// The sample rate's byte rate does not fit the header's 32 bits.
+    #[error("sample rate {sample_rate_hz} Hz is too high for a WAV header")]
+    SampleRateTooHigh {
+        /// The sample rate offered to the writer.
+        sample_rate_hz: u32,
+    },
 }
 
 /// The format of a PCM16 WAV file.
@@ -184,6 +190,11 @@ fn parse_format(body: &[u8]) -> Result<WavSpec, WavError> {
             channels,
         });
     }
+    // The header's 32-bit byte rate cannot describe a higher rate, and the
+    // writer would refuse to write it back.
+    if sample_rate_hz.checked_mul(u32::from(block_align)).is_none() {
+        return Err(WavError::SampleRateTooHigh { sample_rate_hz });
+    }
     Ok(WavSpec {
         channels,
         sample_rate_hz,
@@ -261,6 +272,14 @@ pub fn write_wav_into(spec: WavSpec, samples: &[i16], out: &mut Vec<u8>) -> Resu
     let data_len = samples.len() * 2;
     let riff_len = u32::try_from(data_len + 36).map_err(|_| WavError::TooLong { len: data_len })?;
     let block_align = channels * 2;
+    // A header read from an untrusted file may carry any rate (found by the
+    // fuzz campaign of 2026-12-01: 3.9 GHz overflowed this product).
+    let byte_rate = spec
+        .sample_rate_hz
+        .checked_mul(u32::from(block_align))
+        .ok_or(WavError::SampleRateTooHigh {
+            sample_rate_hz: spec.sample_rate_hz,
+        })?;
     out.reserve(44 + data_len);
     out.extend_from_slice(b"RIFF");
     out.extend_from_slice(&riff_len.to_le_bytes());
@@ -269,7 +288,7 @@ pub fn write_wav_into(spec: WavSpec, samples: &[i16], out: &mut Vec<u8>) -> Resu
     out.extend_from_slice(&FORMAT_PCM.to_le_bytes());
     out.extend_from_slice(&channels.to_le_bytes());
     out.extend_from_slice(&spec.sample_rate_hz.to_le_bytes());
-    out.extend_from_slice(&(spec.sample_rate_hz * u32::from(block_align)).to_le_bytes());
+    out.extend_from_slice(&byte_rate.to_le_bytes());
     out.extend_from_slice(&block_align.to_le_bytes());
     out.extend_from_slice(&16u16.to_le_bytes());
     out.extend_from_slice(b"data");
@@ -455,6 +474,27 @@ mod tests {
             Err(WavError::PartialFrame {
                 len: 3,
                 block_align: 2
+            })
+        );
+    }
+
+    #[test]
+    fn a_rate_whose_byte_rate_overflows_is_refused_by_reader_and_writer() {
+        let spec = WavSpec {
+            channels: 2,
+            sample_rate_hz: 0xE803_1F40,
+        };
+        let refused = Err(WavError::SampleRateTooHigh {
+            sample_rate_hz: 0xE803_1F40,
+        });
+        assert_eq!(write_wav(spec, &[0, 0]), refused);
+        // The header of the fuzz campaign's crash (fuzz/crashes/wav/), mono.
+        let mut file = write_wav(MONO_16K, &[0, 0]).unwrap();
+        file[24..28].copy_from_slice(&0xE803_1F40u32.to_le_bytes());
+        assert_eq!(
+            read_wav(&file),
+            Err(WavError::SampleRateTooHigh {
+                sample_rate_hz: 0xE803_1F40
             })
         );
     }
