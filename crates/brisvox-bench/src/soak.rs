@@ -484,20 +484,9 @@ mod tests {
             })
             .collect();
         CallRecord {
-            fixture: "f".into(),
             error: error.map(str::to_owned),
             turns,
-            languages: Vec::new(),
-            frames_sent: 0,
-            lateness_max_ms: 0.0,
-            frames_late_100ms: 0,
-            lateness_us: Vec::new(),
-            turn_metrics: Vec::new(),
-            clears: 0,
-            clear_us: Vec::new(),
-            bot_audio_messages: 0,
-            bot_audio_us: Vec::new(),
-            end_reason: None,
+            ..CallRecord::default()
         }
     }
 

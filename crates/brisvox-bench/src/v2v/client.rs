@@ -75,7 +75,7 @@ impl PreparedFixture {
 }
 
 /// What one call measured.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct CallRecord {
     /// Fixture name.
     pub(crate) fixture: String,

@@ -214,20 +214,8 @@ pub(crate) async fn run_calls(
 /// A record for a call whose task died (a bug in the client, not the server).
 fn failed_record(error: &str) -> CallRecord {
     CallRecord {
-        fixture: String::new(),
         error: Some(error.to_string()),
-        turns: Vec::new(),
-        languages: Vec::new(),
-        frames_sent: 0,
-        lateness_max_ms: 0.0,
-        frames_late_100ms: 0,
-        lateness_us: Vec::new(),
-        turn_metrics: Vec::new(),
-        clears: 0,
-        clear_us: Vec::new(),
-        bot_audio_messages: 0,
-        bot_audio_us: Vec::new(),
-        end_reason: None,
+        ..CallRecord::default()
     }
 }
 
