@@ -94,12 +94,13 @@ echo "$summary"
 echo "first-start: the server said: $banner"
 
 if [ -n "$out" ]; then
+  case "$out" in /*) out_path="$out" ;; *) out_path="$here/$out" ;; esac
   {
     echo "# First start: the README's quick start on a fresh clone"
     echo
     echo "- command: \`scripts/first-start.sh --out $out\` (clone at $commit, then \`scripts/run.sh\` until ready)"
     echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr)"
-    echo "- load average at start: $load_start; at the end: $load_end (the machine is shared with other builds)"
+    echo "- load average at start: $load_start; at the end: $load_end"
     profile="$(grep -m1 -o 'Finished `[^`]*` profile' "$log" | cut -d'`' -f2)"
     echo "- build: \`cargo build --profile $profile --locked -p brisvox-server --bin brisvox\` (as scripts/run.sh runs it), $(rustc --version)"
     echo "- date: $date_start"
@@ -108,6 +109,6 @@ if [ -n "$out" ]; then
     echo "$summary"
     echo
     echo "The server's banner: \`$banner\`"
-  } >"$here/$out"
+  } >"$out_path"
   echo "first-start: wrote $out"
 fi

@@ -12,7 +12,7 @@
 #    `quick` profile of Cargo.toml, release at opt-level 1, a quarter less
 #    CPU to build but slower turns): the first build compiles only Rust (no
 #    C++), FIRST_BUILD below says how long it took here
-#    (bench/results/first-start.md); later starts reuse it;
+#    (bench/results/first-start-idle.md); later starts reuse it;
 # 4. runs `brisvox serve` with the given arguments. It prints the address of
 #    the demo page and the providers in use. With no agent file it is the
 #    local demo: local Whisper tiny.en STT, the local rules agent, the local
@@ -25,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # How long the first build takes (measured by scripts/first-start.sh).
-FIRST_BUILD="about 10 min of CPU time: an estimated 5-6 min on an idle 2-core machine, 30 min on a heavily loaded one; bench/results/first-start.md"
+FIRST_BUILD="about 4.5 min on an idle 2-core machine (8.5 min of CPU time), much longer on a busy one; bench/results/first-start-idle.md"
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "run.sh: cargo not found: install Rust (https://rustup.rs); rust-toolchain.toml pins the version" >&2
