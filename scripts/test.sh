@@ -6,7 +6,7 @@
 # for the local STT's real-model tests), playwright-core and the Python SDK's
 # pinned test packages if they are missing (all idempotent), then checks
 # formatting, module import cycles (scripts/check-module-cycles.py, under a
-# second), lints, runs every test of the workspace (the fuzz corpus replay
+# second), run.sh's decisions (tests/scripts/run_sh_decisions.sh), lints, runs every test of the workspace (the fuzz corpus replay
 # among them), the Python SDK's tests (sdk/python/tests), the browser test of
 # the demo page (tests/browser/), the short soak (scripts/soak.sh --check) and
 # the validation of the deployment files (scripts/validate-deploy.sh).
@@ -63,6 +63,11 @@ logged cargo fmt --all --check
 phase cycles
 # No module of the engine or the server imports a module that imports it back.
 logged scripts/check-module-cycles.py
+
+phase scripts
+# What scripts/run.sh decides on a new user's machine (stand-ins for cargo,
+# pip and the package managers; under a minute, mostly hashing the models).
+logged tests/scripts/run_sh_decisions.sh
 
 phase clippy
 logged cargo clippy --workspace --all-targets --locked -- -D warnings
