@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Installs the system packages brisvox needs at run and test time, if missing.
 # With no arguments:
-#   espeak-ng   the local no-key TTS ([tts] provider = "local") and its tests
+#   espeak-ng     the local no-key TTS ([tts] provider = "local") and its tests
+#   libopus-dev   the Opus codec of the WebRTC route, linked into the server
 # Arguments name other packages as PACKAGE or PACKAGE:COMMAND (the program whose
 # absence means the package is missing), e.g. `chromium nodejs:node npm` for
-# the browser test (tests/browser/setup.sh). PACKAGE is Debian's name.
+# the browser test (tests/browser/setup.sh), or PACKAGE@LIBRARY for a C library
+# to link against (missing when the C compiler does not find libLIBRARY.so;
+# without a C compiler nothing can be linked, so the check is left to the
+# build's own error). PACKAGE is Debian's name.
 # Nothing to do (and no root needed) when the programs are there. Otherwise,
 # run as root on a system with apt-get (Debian, Ubuntu) it installs them;
 # elsewhere it names the packages and the command that installs them on this
@@ -29,6 +33,10 @@ install_hint() {
       pacman:python3-pip) names+=(python-pip) ;;
       apk:python3-pip) names+=(py3-pip) ;;
       brew:python3-pip) names+=(python) ;;
+      dnf:libopus-dev) names+=(opus-devel) ;;
+      zypper:libopus-dev) names+=(libopus-devel) ;;
+      pacman:libopus-dev | brew:libopus-dev) names+=(opus) ;;
+      apk:libopus-dev) names+=(opus-dev) ;;
       *) names+=("$p") ;;
     esac
   done
@@ -53,10 +61,22 @@ if [ "${1:-}" = "--hint" ]; then
   exit 0
 fi
 
-[ $# -gt 0 ] || set -- espeak-ng
+# Whether the linker finds libNAME.so (cc prints the bare name when it does
+# not); true when there is no C compiler to ask.
+has_library() {
+  local cc="${CC:-cc}" found
+  command -v "$cc" >/dev/null 2>&1 || return 0
+  found="$("$cc" -print-file-name="lib$1.so" 2>/dev/null)" || return 1
+  [ "$found" != "lib$1.so" ]
+}
+
+[ $# -gt 0 ] || set -- espeak-ng libopus-dev@opus
 missing=()
 for spec in "$@"; do
-  command -v "${spec#*:}" >/dev/null 2>&1 || missing+=("${spec%%:*}")
+  case "$spec" in
+    *@*) has_library "${spec#*@}" || missing+=("${spec%%@*}") ;;
+    *) command -v "${spec#*:}" >/dev/null 2>&1 || missing+=("${spec%%:*}") ;;
+  esac
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -5,6 +5,8 @@
 //! when output audio leaves:
 //!
 //! - [`g711`]: mu-law and A-law for telephony transports;
+//! - `opus` (feature `opus`, on in the server): Opus encoder with in-band FEC
+//!   and decoder with loss concealment, for WebRTC, on the system libopus;
 //! - [`pcm`]: PCM16 bytes, float conversion and levels (RMS, dBFS);
 //! - [`wav`]: reading and writing PCM16 WAV files held in memory;
 //! - [`resample`]: [`StreamResampler`], a streaming PCM16 resampler on rubato;
@@ -21,6 +23,8 @@
 
 pub mod framer;
 pub mod g711;
+#[cfg(feature = "opus")]
+pub mod opus;
 pub mod pacer;
 pub mod pcm;
 pub mod resample;
