@@ -133,7 +133,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
             interim_interval_ms: INTERIM_INTERVAL_MS,
             ..MockSttConfig::default()
         });
-        a.call.url = s.url();
+        a.call.url = s.url(&a.route);
         eprintln!("quality --sim: server at {}", a.call.url);
         Some(s)
     } else {

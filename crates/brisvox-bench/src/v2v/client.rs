@@ -32,6 +32,9 @@ pub(crate) struct CallSettings {
     pub(crate) linger_ms: u64,
     /// Time limit for connecting and for `started`, ms.
     pub(crate) connect_timeout_ms: u64,
+    /// The encoding of a call over a carrier's route (`None`: the carrier's
+    /// default, [`super::carrier`]); `/call` streams PCM16.
+    pub(crate) codec: Option<brisvox_transport::AudioCodec>,
 }
 
 /// A fixture cut into frames, shared by all calls that play it.
@@ -147,6 +150,9 @@ pub(super) struct Shared {
     pub(super) last_bot_audio_us: AtomicU64,
     /// The receiver saw the end of the connection.
     pub(super) closed: AtomicBool,
+    /// The caller closed the socket (a carrier without a stop message): a
+    /// connection that ends abruptly after it is no failure of the call.
+    pub(super) hung_up: AtomicBool,
 }
 
 /// What the receiver hands back.
@@ -163,14 +169,15 @@ pub(super) type WsStream =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Runs one call to completion; never panics on a server's misbehaviour. A
-/// `/twilio` URL places the call as Twilio does ([`super::twilio`]).
+/// carrier's URL (`/twilio`, `/telnyx`, `/plivo`, `/vonage`, `/exotel`)
+/// places the call as that carrier does ([`super::carrier`]).
 pub(crate) async fn run_call(
     settings: &CallSettings,
     fx: Arc<PreparedFixture>,
     call_id: &str,
 ) -> CallRecord {
-    if super::twilio::is_twilio_url(&settings.url) {
-        return super::twilio::run_call(settings, fx, call_id).await;
+    if let Some(carrier) = super::carrier::carrier_of_url(&settings.url) {
+        return super::carrier::run_call(settings, fx, call_id, carrier).await;
     }
     let mut record = CallRecord::empty(&fx);
     let ws = match open(settings, &fx, call_id).await {

@@ -9,11 +9,16 @@
 //! after the ground-truth end of speech minus that end. `--runs` calls in total,
 //! `--concurrency` at a time. Writes `NAME.md` and `NAME.json` (every sample).
 //!
+//! A phone carrier's URL (`/twilio`, `/telnyx`, `/plivo`, `/vonage`,
+//! `/exotel`) places each call as that carrier does instead ([`carrier`]),
+//! in `--codec` (the carrier's default when not given) at the fixture's rate.
+//!
 //! `--sim` starts the brisvox server in this process with an agent file of
 //! mock providers ([`sim`]) and states the floor of every turn; the engine's
 //! own stage times come from the servers' `turn_metrics` when present ([`hops`]).
 
 pub(crate) mod aggregate;
+pub(crate) mod carrier;
 pub(crate) mod client;
 pub(crate) mod fixture;
 pub(crate) mod header;
@@ -22,12 +27,12 @@ pub(crate) mod schedule;
 pub(crate) mod sim;
 pub(crate) mod stats;
 pub(crate) mod turns;
-pub(crate) mod twilio;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use aggregate::Aggregate;
+use brisvox_transport::AudioCodec;
 use client::{CallRecord, CallSettings, PreparedFixture};
 use hops::EngineHops;
 use sim::{SimInfo, SimServer};
@@ -35,9 +40,17 @@ use sim::{SimInfo, SimServer};
 /// Usage of `v2v`.
 pub(crate) const USAGE: &str =
     "usage: brisvox-bench v2v (--url ws://127.0.0.1:PORT/call | --sim) [options]
-  --url URL               server websocket URL (or BRISVOX_BENCH_URL)
+  --url URL               server websocket URL (or BRISVOX_BENCH_URL); a path ending in
+                          /twilio, /telnyx, /plivo, /vonage or /exotel places the calls
+                          as that carrier does
+  --codec CODEC           a carrier route's encoding: mulaw, alaw or pcm16, at the
+                          fixture's rate (default mulaw on Twilio, Telnyx and Plivo,
+                          pcm16 on Vonage and Exotel); refused where the carrier does
+                          not stream it
   --sim                   start the brisvox server in this process (127.0.0.1, a free
                           port) with the agent's mock providers; states the floor
+  --route PATH            the route of --sim (default /call; a carrier's needs its
+                          [telephony.<carrier>] table in the agent file)
   --agent PATH            agent file of --sim (default bench/agents/mock-no-models.toml)
   --server-workers N      tokio worker threads of the --sim server (default 2)
   --fixture PATH          fixture WAV, sidecar NAME.json next to it; repeatable
@@ -71,6 +84,8 @@ pub(crate) struct V2vArgs {
     pub(crate) sim: bool,
     /// The `--sim` agent file.
     pub(crate) agent: PathBuf,
+    /// The `--sim` route (`/call`, `/telnyx`, ...).
+    pub(crate) route: String,
     /// The `--sim` server's runtime threads.
     pub(crate) server_workers: usize,
 }
@@ -93,6 +108,7 @@ pub(crate) fn default_call_settings() -> CallSettings {
         response_window_ms: 6000,
         linger_ms: 800,
         connect_timeout_ms: 5000,
+        codec: None,
     }
 }
 
@@ -115,6 +131,7 @@ pub(crate) fn parse_with(args: &[String], usage: &str) -> Result<V2vArgs, String
         client_workers: 2,
         sim: false,
         agent: PathBuf::from(sim::DEFAULT_AGENT),
+        route: String::new(),
         server_workers: 2,
     };
     let mut url_given = false;
@@ -133,6 +150,11 @@ pub(crate) fn parse_with(args: &[String], usage: &str) -> Result<V2vArgs, String
                 url_given = true;
             }
             "--agent" => a.agent = PathBuf::from(v),
+            "--route" if !v.starts_with('/') => {
+                return Err(format!("bad value for --route: {v} (a path: /telnyx)"));
+            }
+            "--route" => a.route = v.clone(),
+            "--codec" => a.call.codec = Some(parse_codec(v)?),
             "--server-workers" => a.server_workers = parse_num(flag, v)?,
             "--fixture" => a.fixtures.push(PathBuf::from(v)),
             "--runs" => a.runs = parse_num(flag, v)?,
@@ -148,6 +170,11 @@ pub(crate) fn parse_with(args: &[String], usage: &str) -> Result<V2vArgs, String
     if a.sim && url_given {
         return Err(format!("--sim and --url exclude each other\n\n{usage}"));
     }
+    if !a.sim && !a.route.is_empty() {
+        return Err(format!(
+            "--route goes with --sim (with --url, the URL names the route)\n\n{usage}"
+        ));
+    }
     if a.sim {
         a.call.url.clear();
     } else if a.call.url.is_empty() {
@@ -158,6 +185,47 @@ pub(crate) fn parse_with(args: &[String], usage: &str) -> Result<V2vArgs, String
             .push(PathBuf::from("fixtures/en_two_utterances.wav"));
     }
     Ok(a)
+}
+
+/// A codec's name, as `--codec` takes it.
+fn parse_codec(v: &str) -> Result<AudioCodec, String> {
+    [AudioCodec::Mulaw, AudioCodec::Alaw, AudioCodec::Pcm16]
+        .into_iter()
+        .find(|c| c.as_str() == v)
+        .ok_or_else(|| format!("bad value for --codec: {v} (mulaw, alaw or pcm16)"))
+}
+
+/// What the calls to `target` (a URL or a route) stream: a carrier's format
+/// per fixture (an error when the carrier does not stream it), or PCM16 on
+/// `/call` (where `--codec` is an error). One line for the report.
+fn wire_line(
+    target: &str,
+    call: &CallSettings,
+    fixtures: &[Arc<PreparedFixture>],
+) -> Result<String, String> {
+    let Some(c) = carrier::carrier_of_url(target) else {
+        if let Some(codec) = call.codec {
+            return Err(format!(
+                "--codec {} needs a carrier's route; /call streams pcm16",
+                codec.as_str()
+            ));
+        }
+        return Ok("- wire: the brisvox protocol, PCM16 at each fixture's rate".into());
+    };
+    let mut formats = Vec::new();
+    for f in fixtures {
+        let rate = f.fixture.sidecar.sample_rate_hz;
+        let w = carrier::wire_format(c, call.codec, rate)?;
+        let text = format!("{} at {} Hz", w.codec.as_str(), w.sample_rate_hz);
+        if !formats.contains(&text) {
+            formats.push(text);
+        }
+    }
+    Ok(format!(
+        "- wire: /{} placed as the carrier places it (its opening, media and mark echoes), {}",
+        c.as_str(),
+        formats.join(", ")
+    ))
 }
 
 /// A URL with any `token=` query value hidden, for printing.
@@ -254,10 +322,12 @@ pub(crate) fn write_outputs(
 pub(crate) fn main(args: &[String]) -> Result<(), String> {
     let mut a = parse(args)?;
     let fixtures = prepare_fixtures(&a.fixtures)?;
+    let target = if a.sim { &a.route } else { &a.call.url };
+    let wire = wire_line(target, &a.call, &fixtures)?;
     let header = header::header_lines();
     let server = if a.sim {
         let s = SimServer::start(&sim::resolve_agent(&a.agent), a.server_workers)?;
-        a.call.url = s.url();
+        a.call.url = s.url(&a.route);
         eprintln!(
             "v2v --sim: server at {}; {}",
             a.call.url,
@@ -281,13 +351,19 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
     let excess = sim_info
         .as_ref()
         .map(|i| excess_over_floor(&calls, &i.floor));
-    let mut md = markdown(&a, &fixtures, &header, &agg, &calls, wall_s);
+    let report = Report {
+        header: &header,
+        wire: &wire,
+        wall_s,
+    };
+    let mut md = markdown(&a, &fixtures, &report, &agg, &calls);
     md.push_str(&sim_markdown(sim_info.as_ref(), excess.as_ref(), &hops));
     let json = serde_json::json!({
         "schema": "brisvox-bench/v2v/1",
         "header": header,
         "label": a.label,
         "url": redact(&a.call.url),
+        "wire": wire,
         "fixtures": a.fixtures.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
         "runs": a.runs,
         "concurrency": a.concurrency,
@@ -396,21 +472,30 @@ fn sim_markdown(info: Option<&SimInfo>, excess: Option<&Excess>, hops: &EngineHo
     s
 }
 
+/// What the report says besides the calls.
+struct Report<'a> {
+    /// The header lines (command, machine, ...).
+    header: &'a [String],
+    /// What the calls stream ([`wire_line`]).
+    wire: &'a str,
+    /// Wall time of the calls, s.
+    wall_s: f64,
+}
+
 fn markdown(
     a: &V2vArgs,
     fixtures: &[Arc<PreparedFixture>],
-    header: &[String],
+    report: &Report<'_>,
     agg: &Aggregate,
     calls: &[CallRecord],
-    wall_s: f64,
 ) -> String {
     let mut s = String::from("# Voice-to-voice over the websocket (brisvox-bench v2v)\n\n");
-    for l in header {
+    for l in report.header {
         s.push_str(l);
         s.push('\n');
     }
     s.push_str(&format!(
-        "- target: {} ({}); {} calls, {} at once, {:.1} s\n\n",
+        "- target: {} ({}); {} calls, {} at once, {:.1} s\n{}\n\n",
         redact(&a.call.url),
         if a.label.is_empty() {
             "no label"
@@ -419,7 +504,8 @@ fn markdown(
         },
         a.runs,
         a.concurrency,
-        wall_s
+        report.wall_s,
+        report.wire
     ));
     for f in fixtures {
         let sc = &f.fixture.sidecar;
@@ -513,5 +599,47 @@ mod tests {
         assert!(both.unwrap_err().contains("exclude each other"));
         let bad = parse(&args(&["--sim", "--server-workers", "0"]));
         assert!(bad.is_err());
+    }
+
+    #[test]
+    fn a_carrier_route_and_codec_parse_and_nonsense_is_refused() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let a = parse(&args(&["--sim", "--route", "/telnyx", "--codec", "alaw"])).unwrap();
+        assert_eq!(
+            (a.route.as_str(), a.call.codec),
+            ("/telnyx", Some(AudioCodec::Alaw))
+        );
+        let no_sim = parse(&args(&["--url", "ws://h/call", "--route", "/telnyx"]));
+        assert!(no_sim.unwrap_err().contains("--route goes with --sim"));
+        let codec = parse(&args(&["--sim", "--codec", "opus"]));
+        assert!(codec.unwrap_err().contains("bad value for --codec: opus"));
+        let route = parse(&args(&["--sim", "--route", "telnyx"]));
+        assert!(route.unwrap_err().contains("bad value for --route"));
+    }
+
+    #[test]
+    fn the_wire_is_checked_before_any_call() {
+        let wav = fixture::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/phone_pls_hold_while_try_8k.wav"
+        )))
+        .unwrap();
+        let fixtures = [Arc::new(PreparedFixture::new(wav))];
+        let mut call = default_call_settings();
+        let wire = |target: &str, call: &CallSettings| wire_line(target, call, &fixtures);
+        assert!(wire("ws://h:1/call", &call).unwrap().contains("PCM16"));
+        call.codec = Some(AudioCodec::Alaw);
+        let err = wire("ws://h:1/call", &call).unwrap_err();
+        assert!(err.contains("needs a carrier's route"), "{err}");
+        let line = wire("/telnyx", &call).unwrap();
+        assert!(
+            line.contains("/telnyx placed as") && line.ends_with("alaw at 8000 Hz"),
+            "{line}"
+        );
+        let err = wire("ws://h:1/twilio", &call).unwrap_err();
+        assert!(
+            err.contains("/twilio does not stream alaw at 8000 Hz"),
+            "{err}"
+        );
     }
 }

@@ -214,9 +214,10 @@ impl SimServer {
         })
     }
 
-    /// The websocket URL of `/call`.
-    pub(crate) fn url(&self) -> String {
-        format!("ws://{}/call", self.server.local_addr())
+    /// The websocket URL of `route` (`/call` when empty).
+    pub(crate) fn url(&self, route: &str) -> String {
+        let route = if route.is_empty() { "/call" } else { route };
+        format!("ws://{}{route}", self.server.local_addr())
     }
 
     /// Drains the server (calls are over by now) and stops its runtime.

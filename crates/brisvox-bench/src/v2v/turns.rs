@@ -119,7 +119,16 @@ pub(crate) const NON_SILENT_PEAK: i32 = 500;
 pub(crate) fn is_non_silent_pcm16(bytes: &[u8]) -> bool {
     bytes
         .chunks_exact(2)
-        .any(|b| i32::from(i16::from_le_bytes([b[0], b[1]])).abs() >= NON_SILENT_PEAK)
+        .any(|b| loud(i16::from_le_bytes([b[0], b[1]])))
+}
+
+/// Whether decoded audio has a sample at or above the threshold.
+pub(crate) fn is_non_silent(samples: &[i16]) -> bool {
+    samples.iter().any(|&s| loud(s))
+}
+
+fn loud(sample: i16) -> bool {
+    i32::from(sample).abs() >= NON_SILENT_PEAK
 }
 
 #[cfg(test)]
