@@ -28,8 +28,8 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::client::{
-    CallRecord, CallSettings, PreparedFixture, Received, Shared, WsStream, connect_error,
-    should_stop,
+    CallRecord, CallSettings, PreparedFixture, Received, Shared, StopRule, WsStream, connect,
+    join_receiver, record_lateness,
 };
 use super::{schedule, turns};
 
@@ -157,17 +157,7 @@ pub(crate) async fn run_call(
         .send_schedule(settings, &fx, begin, &shared, &mut record)
         .await;
     call.hang_up(&shared).await;
-    let received = match tokio::time::timeout(Duration::from_secs(3), receiver).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => Received {
-            error: Some(format!("receiver task: {e}")),
-            ..Received::default()
-        },
-        Err(_) => Received {
-            error: Some("the server did not close within 3 s of the stop".into()),
-            ..Received::default()
-        },
-    };
+    let received = join_receiver(receiver, "the server did not close within 3 s of the stop").await;
     record.error = sent.err().or(received.error);
     record.bot_audio_messages = received.bot_audio_us.len() as u64;
     record.turns = turns::classify(&fx.spans, &received.bot_audio_us, window_us);
@@ -178,14 +168,7 @@ pub(crate) async fn run_call(
 
 /// Connects and sends the carrier's greeting and start.
 async fn open(settings: &CallSettings, emu: &mut CarrierEmulator) -> Result<WsStream, String> {
-    let limit = Duration::from_millis(settings.connect_timeout_ms);
-    let (mut ws, _) = tokio::time::timeout(
-        limit,
-        tokio_tungstenite::connect_async(settings.url.as_str()),
-    )
-    .await
-    .map_err(|_| "connect timed out".to_string())?
-    .map_err(connect_error)?;
+    let mut ws = connect(settings).await?;
     for msg in emu.opening(&serde_json::Map::new(), "+15550100", "+15550199") {
         ws.send(to_message(msg))
             .await
@@ -246,23 +229,14 @@ impl Caller {
         shared: &Shared,
         record: &mut CallRecord,
     ) -> Result<(), String> {
-        let last = *fx
-            .spans
-            .last()
-            .expect("a parsed sidecar has at least one utterance");
-        let give_up =
-            Duration::from_micros(last.end_us) + Duration::from_millis(settings.response_window_ms);
-        let linger = Duration::from_millis(settings.linger_ms);
-        let hard_stop = give_up + Duration::from_secs(10);
+        let stop = StopRule::of(settings, fx);
         let begin_tokio = tokio::time::Instant::from_std(begin);
         let codec = self.emu.format().codec;
         let (mut samples, mut encoded) = (Vec::new(), Vec::new());
         for k in 0u64.. {
             let due = schedule::deadline(k);
             let frame = fx.frames.get(k as usize);
-            if frame.is_none()
-                && should_stop(shared, last.start_us, due, give_up, linger, hard_stop)
-            {
+            if frame.is_none() && stop.now(shared, due) {
                 return Ok(());
             }
             tokio::time::sleep_until(begin_tokio + due).await;
@@ -309,18 +283,6 @@ impl Caller {
             None => shared.hung_up.store(true, Ordering::Release),
         }
         let _ = tokio::time::timeout(Duration::from_secs(1), self.sink.close()).await;
-    }
-}
-
-fn record_lateness(record: &mut CallRecord, due: Duration, begin: Instant) {
-    let late = schedule::lateness(due, begin.elapsed());
-    record.frames_sent += 1;
-    record
-        .lateness_us
-        .push(u32::try_from(late.as_micros()).unwrap_or(u32::MAX));
-    record.lateness_max_ms = record.lateness_max_ms.max(late.as_secs_f64() * 1000.0);
-    if late > Duration::from_millis(100) {
-        record.frames_late_100ms += 1;
     }
 }
 

@@ -198,17 +198,7 @@ pub(crate) async fn run_call(
         sink.send(Message::text(r#"{"type":"end","reason":"benchmark done"}"#)),
     )
     .await;
-    let received = match tokio::time::timeout(Duration::from_secs(3), receiver).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => Received {
-            error: Some(format!("receiver task: {e}")),
-            ..Received::default()
-        },
-        Err(_) => Received {
-            error: Some("no end from the server within 3 s".into()),
-            ..Received::default()
-        },
-    };
+    let received = join_receiver(receiver, "no end from the server within 3 s").await;
     let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
     record.error = send_result.err().or(received.error);
     record.bot_audio_messages = received.bot_audio_us.len() as u64;
@@ -223,6 +213,25 @@ pub(crate) async fn run_call(
     record.bot_audio_us = received.bot_audio_us;
     record.end_reason = received.end_reason;
     record
+}
+
+/// What the receiver task saw, waiting at most 3 s for it to end; `late`
+/// is the error when it does not.
+pub(super) async fn join_receiver(
+    receiver: tokio::task::JoinHandle<Received>,
+    late: &str,
+) -> Received {
+    match tokio::time::timeout(Duration::from_secs(3), receiver).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => Received {
+            error: Some(format!("receiver task: {e}")),
+            ..Received::default()
+        },
+        Err(_) => Received {
+            error: Some(late.to_owned()),
+            ..Received::default()
+        },
+    }
 }
 
 /// A failed upgrade; a refusal (HTTP 503 with the `error` event as its body)
@@ -241,6 +250,19 @@ pub(super) fn connect_error(e: tokio_tungstenite::tungstenite::Error) -> String 
     }
 }
 
+/// Opens the websocket of `settings.url`, within the connect timeout.
+pub(super) async fn connect(settings: &CallSettings) -> Result<WsStream, String> {
+    let limit = Duration::from_millis(settings.connect_timeout_ms);
+    let (ws, _) = tokio::time::timeout(
+        limit,
+        tokio_tungstenite::connect_async(settings.url.as_str()),
+    )
+    .await
+    .map_err(|_| "connect timed out".to_string())?
+    .map_err(connect_error)?;
+    Ok(ws)
+}
+
 /// Connects, sends `start` and waits for `started`.
 async fn open(
     settings: &CallSettings,
@@ -248,13 +270,7 @@ async fn open(
     call_id: &str,
 ) -> Result<WsStream, String> {
     let limit = Duration::from_millis(settings.connect_timeout_ms);
-    let (mut ws, _) = tokio::time::timeout(
-        limit,
-        tokio_tungstenite::connect_async(settings.url.as_str()),
-    )
-    .await
-    .map_err(|_| "connect timed out".to_string())?
-    .map_err(connect_error)?;
+    let mut ws = connect(settings).await?;
     let start = serde_json::json!({
         "type": "start", "protocol_version": 1, "codec": "pcm16",
         "sample_rate": fx.fixture.sidecar.sample_rate_hz, "call_id": call_id,
@@ -293,23 +309,13 @@ async fn send_schedule(
     shared: &Shared,
     record: &mut CallRecord,
 ) -> Result<(), String> {
-    let last = *fx
-        .spans
-        .last()
-        .expect("a parsed sidecar has at least one utterance");
-    let window = Duration::from_millis(settings.response_window_ms);
-    let linger = Duration::from_millis(settings.linger_ms);
-    let give_up = Duration::from_micros(last.end_us) + window;
-    // A reply that started inside the window may finish playing; bounded anyway.
-    let hard_stop = give_up + Duration::from_secs(10);
+    let stop = StopRule::of(settings, fx);
     record.lateness_us.reserve(fx.frames.len() + 400);
     let begin_tokio = tokio::time::Instant::from_std(begin);
     for k in 0u64.. {
         let due = schedule::deadline(k);
         let fixture_frame = fx.frames.get(k as usize);
-        if fixture_frame.is_none()
-            && should_stop(shared, last.start_us, due, give_up, linger, hard_stop)
-        {
+        if fixture_frame.is_none() && stop.now(shared, due) {
             return Ok(());
         }
         tokio::time::sleep_until(begin_tokio + due).await;
@@ -317,40 +323,69 @@ async fn send_schedule(
         sink.send(Message::Binary(frame))
             .await
             .map_err(|e| format!("send frame {k}: {e}"))?;
-        let late = schedule::lateness(due, begin.elapsed());
-        record.frames_sent += 1;
-        record
-            .lateness_us
-            .push(u32::try_from(late.as_micros()).unwrap_or(u32::MAX));
-        let late_ms = late.as_secs_f64() * 1000.0;
-        record.lateness_max_ms = record.lateness_max_ms.max(late_ms);
-        if late > Duration::from_millis(100) {
-            record.frames_late_100ms += 1;
-        }
+        record_lateness(record, due, begin);
     }
     Ok(())
 }
 
-/// After the fixture: stop once the last turn's reply has played out (bot silent
-/// for `linger`), or when the window after the last end of speech has passed with
-/// no reply, or at the hard stop; at once if the server closed.
-pub(super) fn should_stop(
-    shared: &Shared,
-    last_start_us: u64,
-    now: Duration,
-    give_up: Duration,
-    linger: Duration,
-    hard_stop: Duration,
-) -> bool {
-    if shared.closed.load(Ordering::Acquire) || now >= hard_stop {
-        return true;
+/// Counts a frame due at `due` (from `begin`) and sent now, and its lateness.
+pub(super) fn record_lateness(record: &mut CallRecord, due: Duration, begin: Instant) {
+    let late = schedule::lateness(due, begin.elapsed());
+    record.frames_sent += 1;
+    record
+        .lateness_us
+        .push(u32::try_from(late.as_micros()).unwrap_or(u32::MAX));
+    record.lateness_max_ms = record.lateness_max_ms.max(late.as_secs_f64() * 1000.0);
+    if late > Duration::from_millis(100) {
+        record.frames_late_100ms += 1;
     }
-    let last_audio = shared.last_bot_audio_us.load(Ordering::Acquire);
-    let replied = last_audio > last_start_us + 1;
-    if replied {
-        now.saturating_sub(Duration::from_micros(last_audio - 1)) >= linger
-    } else {
-        now >= give_up
+}
+
+/// When a call stops sending silence after its fixture.
+pub(super) struct StopRule {
+    /// Start of the fixture's last utterance, µs.
+    last_start_us: u64,
+    /// No reply by then: give up (the window after the last end of speech).
+    give_up: Duration,
+    /// Bot silence after the last reply before stopping.
+    linger: Duration,
+    /// Stop regardless.
+    hard_stop: Duration,
+}
+
+impl StopRule {
+    /// The rule of a call of `fx` with `settings`.
+    pub(super) fn of(settings: &CallSettings, fx: &PreparedFixture) -> Self {
+        let last = *fx
+            .spans
+            .last()
+            .expect("a parsed sidecar has at least one utterance");
+        let window = Duration::from_millis(settings.response_window_ms);
+        let give_up = Duration::from_micros(last.end_us) + window;
+        StopRule {
+            last_start_us: last.start_us,
+            give_up,
+            linger: Duration::from_millis(settings.linger_ms),
+            // A reply that started inside the window may finish playing; bounded anyway.
+            hard_stop: give_up + Duration::from_secs(10),
+        }
+    }
+
+    /// After the fixture, at `now` (from the start): stop once the last
+    /// turn's reply has played out (bot silent for `linger`), or when the
+    /// window after the last end of speech has passed with no reply, or at
+    /// the hard stop; at once if the server closed.
+    pub(super) fn now(&self, shared: &Shared, now: Duration) -> bool {
+        if shared.closed.load(Ordering::Acquire) || now >= self.hard_stop {
+            return true;
+        }
+        let last_audio = shared.last_bot_audio_us.load(Ordering::Acquire);
+        let replied = last_audio > self.last_start_us + 1;
+        if replied {
+            now.saturating_sub(Duration::from_micros(last_audio - 1)) >= self.linger
+        } else {
+            now >= self.give_up
+        }
     }
 }
 
