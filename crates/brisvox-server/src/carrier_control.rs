@@ -127,21 +127,51 @@ impl CarrierControls {
         action: &CallAction,
     ) -> Result<(), ControlFailed> {
         let res = self.send(carrier, call_id, action).await;
-        let result = match &res {
+        let name = match action {
+            CallAction::HangUp => "hang_up",
+            CallAction::Transfer(_) => "transfer",
+        };
+        Self::count(metrics, carrier, name, &res);
+        res
+    }
+
+    /// Transfers the Plivo call `call_id` to the XML at `xml_url`
+    /// ([`CallControl::plivo_transfer`]); counts the result as a transfer.
+    pub async fn transfer_plivo(
+        &self,
+        metrics: &ServerMetrics,
+        call_id: &str,
+        xml_url: &str,
+    ) -> Result<(), ControlFailed> {
+        let res = match self.get(Carrier::Plivo) {
+            None => Err(ControlFailed::NotConfigured { carrier: "plivo" }),
+            Some(control) => match control.plivo_transfer(call_id, xml_url) {
+                Ok(req) => self.send_request(req).await,
+                Err(e) => Err(e.into()),
+            },
+        };
+        Self::count(metrics, Carrier::Plivo, "transfer", &res);
+        res
+    }
+
+    /// Counts and logs the result of `action` (`hang_up`, `transfer`).
+    fn count(
+        metrics: &ServerMetrics,
+        carrier: Carrier,
+        name: &str,
+        res: &Result<(), ControlFailed>,
+    ) {
+        let result = match res {
             Ok(()) => "ok",
             Err(ControlFailed::Refused { .. }) => "refused",
             Err(ControlFailed::NotConfigured { .. } | ControlFailed::Build(_)) => "unsupported",
             Err(ControlFailed::Failed { .. }) => "failed",
         };
-        let name = match action {
-            CallAction::HangUp => "hang_up",
-            CallAction::Transfer(_) => "transfer",
-        };
         metrics
             .call_control_total
             .with_label_values(&[carrier.as_str(), name, result])
             .inc();
-        match &res {
+        match res {
             Ok(()) => tracing::info!(
                 carrier = carrier.as_str(),
                 action = name,
@@ -151,7 +181,6 @@ impl CarrierControls {
                 tracing::warn!(carrier = carrier.as_str(), action = name, error = %e, "call control failed")
             }
         }
-        res
     }
 
     async fn send(

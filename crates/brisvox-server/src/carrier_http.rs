@@ -18,6 +18,9 @@
 //!   as `extraHeaders` (letters and digits only: `from`/`to` lose their `+`).
 //!   Checked with `X-Plivo-Signature-V3` when the auth token is set;
 //!   otherwise it takes the route token.
+//! - `GET|POST /plivo/transfer/{token}`: the `<Dial>` of a transfer this
+//!   server asked Plivo for ([`crate::plivo_transfer`]), once per token;
+//!   signature-checked like `/plivo/answer` (an unknown or spent token: 404).
 //! - `POST /telnyx/texml`: TeXML `<Connect><Stream>` (bidirectional RTP,
 //!   `[telephony.telnyx] codec`) to `wss://HOST/telnyx` with the parameters
 //!   as `<Parameter>`s. Checked with `telnyx-signature-ed25519` when the
@@ -40,6 +43,7 @@ use serde_json::json;
 
 use crate::agent::RouteAuth;
 use crate::gate::{admit_and_upgrade, authorized, offered_token};
+use crate::plivo_transfer::TRANSFER_PATH;
 use crate::state::AppState;
 
 /// The route token of `carrier`'s route, if it has one.
@@ -130,8 +134,9 @@ pub(crate) fn upgrade(
             None => return StatusCode::UNAUTHORIZED.into_response(),
         },
     };
+    let http_base = public_base(&state, headers, false);
     admit_and_upgrade(state, ws, move |socket, state, permit| {
-        crate::ws_carrier::run(socket, state, permit, carrier, deferred)
+        crate::ws_carrier::run(socket, state, permit, carrier, deferred, http_base)
     })
 }
 
@@ -271,6 +276,34 @@ pub(crate) fn plivo_answer(state: &AppState, request: &AnswerRequest) -> Respons
     let url = format!("{}/plivo", public_base(state, &request.headers, true));
     let xml = plivo_answer::stream_xml(&url, &plivo.content_type, &params);
     xml_answer(Carrier::Plivo, xml)
+}
+
+/// `GET|POST /plivo/transfer/{token}`: the XML Plivo fetches for a transfer
+/// this server asked for, the `<Dial>` of its destination, once.
+pub(crate) fn plivo_transfer(state: &AppState, request: &AnswerRequest) -> Response {
+    if state.agent.telephony.plivo.is_none() {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    if let Some(token) = state.agent.telephony.plivo_signature_token() {
+        let url = request.url(state);
+        if !plivo_signed(token, request, &url) {
+            tracing::info!("plivo transfer XML refused: no valid X-Plivo-Signature-V3");
+            return StatusCode::FORBIDDEN.into_response();
+        }
+    }
+    let path = request.uri.path();
+    let token = path.strip_prefix(TRANSFER_PATH).unwrap_or_default();
+    match state.plivo_transfers.take(token, std::time::Instant::now()) {
+        Some(target) => {
+            tracing::info!("plivo transfer XML served");
+            let xml = plivo_answer::dial_xml(&target);
+            ([(header::CONTENT_TYPE, "text/xml")], xml).into_response()
+        }
+        None => {
+            tracing::info!("plivo transfer XML refused: unknown, spent or expired token");
+            StatusCode::NOT_FOUND.into_response()
+        }
+    }
 }
 
 /// True when the request carries Telnyx's valid signature of its body.

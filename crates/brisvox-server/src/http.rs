@@ -47,6 +47,11 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(answer_route(carrier_http::plivo_answer))
                 .post(answer_route(carrier_http::plivo_answer)),
         )
+        .route(
+            "/plivo/transfer/{token}",
+            get(answer_route(carrier_http::plivo_transfer))
+                .post(answer_route(carrier_http::plivo_transfer)),
+        )
         .route("/vonage", carrier_route(Carrier::Vonage))
         .route("/vonage/answer", get(vonage_answer))
         .route("/exotel", carrier_route(Carrier::Exotel))

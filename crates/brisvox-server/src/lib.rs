@@ -54,6 +54,7 @@ pub mod logging;
 pub mod metrics;
 pub mod model_metrics;
 pub mod models;
+pub mod plivo_transfer;
 pub mod probe;
 pub mod providers;
 pub mod secret;

@@ -104,6 +104,7 @@ pub async fn start(config: ServerConfig) -> std::io::Result<RunningServer> {
         metrics: config.metrics,
         telemetry: config.telemetry,
         end_calls: end_rx,
+        plivo_transfers: Default::default(),
     });
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let app = router(state.clone());

@@ -32,6 +32,8 @@ pub struct AppState {
     pub end_calls: watch::Receiver<bool>,
     /// The carriers' REST access (`[telephony.*]`).
     pub controls: CarrierControls,
+    /// Plivo transfers waiting for Plivo to fetch their XML.
+    pub plivo_transfers: crate::plivo_transfer::PendingTransfers,
 }
 
 impl std::fmt::Debug for AppState {

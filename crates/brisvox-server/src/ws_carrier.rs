@@ -43,6 +43,7 @@ use futures_util::{SinkExt, StreamExt};
 use crate::admission::CallPermit;
 use crate::audio_edge::{InboundAudio, build_inbound};
 use crate::handler::{CallStart, CallTransport};
+use crate::plivo_transfer::TRANSFER_PATH;
 use crate::route::{
     Outcome, RouteIo, START_TIMEOUT, Wire, WriterCmd, WsSink, drive_call, finish, now, send_close,
 };
@@ -215,13 +216,16 @@ async fn wait_for_start(
 }
 
 /// Runs one carrier connection to its end. `token` is the route token the
-/// stream's parameters must carry (the upgrade presented none).
+/// stream's parameters must carry (the upgrade presented none); `http_base`
+/// is the server's public base URL (`https://host`), where a Plivo transfer
+/// has its XML fetched.
 pub(crate) async fn run(
     socket: WebSocket,
     state: Arc<AppState>,
     permit: CallPermit,
     carrier: Carrier,
     token: Option<String>,
+    http_base: String,
 ) {
     let (mut sink, mut stream) = socket.split();
     let mut codec = new_stream(carrier, &state);
@@ -258,7 +262,7 @@ pub(crate) async fn run(
     })
     .await;
     if let Some(to) = &ended.transfer_to
-        && transfer(&state, carrier, &start.call_id, to).await
+        && transfer(&state, carrier, &start.call_id, to, &http_base).await
     {
         return;
     }
@@ -273,9 +277,15 @@ pub(crate) async fn run(
 /// Transfers the phone call to `to` through the carrier's REST API; false
 /// when it could not be (the caller would be left with nobody: the call is
 /// then hung up like any other the server ended).
-async fn transfer(state: &AppState, carrier: Carrier, call_id: &str, to: &str) -> bool {
-    let action = match TransferTarget::parse(to) {
-        Ok(target) => CallAction::Transfer(target),
+async fn transfer(
+    state: &AppState,
+    carrier: Carrier,
+    call_id: &str,
+    to: &str,
+    http_base: &str,
+) -> bool {
+    let target = match TransferTarget::parse(to) {
+        Ok(target) => target,
         Err(e) => {
             tracing::warn!(error = %e, "transfer refused");
             state
@@ -286,11 +296,39 @@ async fn transfer(state: &AppState, carrier: Carrier, call_id: &str, to: &str) -
             return false;
         }
     };
+    if carrier == Carrier::Plivo && state.controls.get(carrier).is_some() {
+        return transfer_plivo(state, call_id, target, http_base).await;
+    }
+    let action = CallAction::Transfer(target);
     state
         .controls
         .perform(&state.metrics, carrier, call_id, &action)
         .await
         .is_ok()
+}
+
+/// Plivo's transfer: the destination waits under a token for Plivo to fetch
+/// its XML from `{http_base}/plivo/transfer/{token}` ([`crate::plivo_transfer`]).
+async fn transfer_plivo(
+    state: &AppState,
+    call_id: &str,
+    target: TransferTarget,
+    http_base: &str,
+) -> bool {
+    let transfers = &state.plivo_transfers;
+    let Some(token) = transfers.register(target, std::time::Instant::now()) else {
+        tracing::error!("plivo transfer: no randomness for its token");
+        return false;
+    };
+    let url = format!("{http_base}{TRANSFER_PATH}{token}");
+    let done = (state.controls)
+        .transfer_plivo(&state.metrics, call_id, &url)
+        .await
+        .is_ok();
+    if !done {
+        transfers.take(&token, std::time::Instant::now());
+    }
+    done
 }
 
 /// True for the ends the server chose: the phone call would otherwise stay

@@ -4,9 +4,10 @@
 //! the stream closes and the carrier's REST API is asked to transfer the
 //! call, against a local fake of that API checking method, path, auth and
 //! body: Twilio (`<Dial>` TwiML), Telnyx (`actions/transfer` to a SIP URI),
-//! Vonage (an NCCO `connect`).
-//! A carrier without a REST transfer (Plivo) is counted `unsupported` and the
-//! call is hung up instead; Exotel has no REST access at all.
+//! Vonage (an NCCO `connect`), Plivo (the call sent to a one-time URL of
+//! this server, which answers Plivo's signed fetch with the `<Dial>`; when
+//! Plivo refuses the transfer, the call is hung up instead). Exotel has no
+//! REST access at all: its transfer is counted `unsupported`.
 //! `brisvox_call_control_total` and `brisvox_calls_total` count each.
 
 mod common;
@@ -18,6 +19,7 @@ use base64::Engine as _;
 use brisvox_engine::{EngineEvent, EventObserver};
 use brisvox_transport::Carrier;
 use brisvox_transport::carrier::emulator::ServerCommand;
+use brisvox_transport::plivo_answer::signature_v3;
 use common::carrier::{FakeCarrier, Heard, test_format};
 use common::rest::{FakeApi, Received, fake_api};
 use futures_util::SinkExt;
@@ -229,10 +231,73 @@ async fn vonage_connects_the_number_by_ncco() {
     srv.drain(Duration::from_millis(100)).await;
 }
 
+/// Plivo's fetch of `path` on the server at `addr`, with the call's
+/// parameters as its form, signed with `auth_token` as Plivo signs it (the
+/// URL it was given: no public_url, so the host the stream was opened on).
+async fn plivo_fetch(addr: std::net::SocketAddr, path: &str, auth_token: &str) -> (u16, String) {
+    let form = vec![("CallUUID".to_owned(), "call-7".to_owned())];
+    let url = format!("https://{addr}{path}");
+    let sig = signature_v3(auth_token, "POST", &url, &form, "n-1");
+    let headers = [
+        ("Content-Type", "application/x-www-form-urlencoded"),
+        ("X-Plivo-Signature-V3", sig.as_str()),
+        ("X-Plivo-Signature-V3-Nonce", "n-1"),
+    ];
+    common::post(addr, path, &headers, "CallUUID=call-7").await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_carrier_without_a_rest_transfer_hangs_up_instead() {
-    let mut api = fake_api(204).await;
+async fn plivo_sends_the_call_to_the_dial_it_serves_once() {
+    let mut api = fake_api(202).await;
     let (_said, srv) = transferred_call(Carrier::Plivo, &api).await;
+    let req = api.next().await;
+    assert_eq!(
+        (req.method.as_str(), req.path.as_str()),
+        ("POST", "/v1/Account/MA0123/Call/call-7/")
+    );
+    assert_eq!(req.header("authorization"), basic("MA0123", "tok-PLIVO"));
+    assert_eq!(req.header("content-type"), "application/json");
+    let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap();
+    assert_eq!(
+        (&body["legs"], &body["aleg_method"]),
+        (&"aleg".into(), &"POST".into())
+    );
+    // No public_url: the base is the host the stream was opened on.
+    let addr = srv.local_addr();
+    let url = body["aleg_url"].as_str().unwrap().to_owned();
+    let token = url
+        .strip_prefix(&format!("https://{addr}/plivo/transfer/"))
+        .unwrap_or_else(|| panic!("the XML is not served here: {url}"));
+    assert_eq!(token.len(), 32, "{token}");
+    let path = format!("/plivo/transfer/{token}");
+    let forged = plivo_fetch(addr, &path, "another account").await;
+    assert_eq!(forged.0, 403, "a forged fetch");
+    let (status, xml) = plivo_fetch(addr, &path, "tok-PLIVO").await;
+    assert_eq!(status, 200, "{xml}");
+    assert_eq!(
+        xml,
+        r#"<?xml version="1.0" encoding="UTF-8"?><Response><Dial><Number>+15550100</Number></Dial></Response>"#
+    );
+    let again = plivo_fetch(addr, &path, "tok-PLIVO").await;
+    assert_eq!(again.0, 404, "the token is spent");
+    let guessed = plivo_fetch(addr, "/plivo/transfer/0123", "tok-PLIVO").await;
+    assert_eq!(guessed.0, 404, "no other destination is served");
+    common::wait_metric(
+        addr,
+        "brisvox_call_control_total{action=\"transfer\",carrier=\"plivo\",result=\"ok\"} 1",
+    )
+    .await;
+    srv.drain(Duration::from_millis(100)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transfer_plivo_refuses_hangs_the_call_up_instead() {
+    let mut api = fake_api(500).await;
+    let (_said, srv) = transferred_call(Carrier::Plivo, &api).await;
+    let transfer = api.next().await;
+    assert_eq!(transfer.method, "POST");
+    let body: serde_json::Value = serde_json::from_slice(&transfer.body).unwrap();
+    let url = body["aleg_url"].as_str().unwrap().to_owned();
     let req = api.next().await;
     assert_eq!(
         (req.method.as_str(), req.path.as_str()),
@@ -241,15 +306,22 @@ async fn a_carrier_without_a_rest_transfer_hangs_up_instead() {
     );
     let metrics = common::wait_metric(
         srv.local_addr(),
-        "brisvox_call_control_total{action=\"hang_up\",carrier=\"plivo\",result=\"ok\"} 1",
+        "brisvox_call_control_total{action=\"hang_up\",carrier=\"plivo\",result=\"refused\"} 1",
     )
     .await;
     assert!(
         metrics.contains(
-            "brisvox_call_control_total{action=\"transfer\",carrier=\"plivo\",result=\"unsupported\"} 1"
+            "brisvox_call_control_total{action=\"transfer\",carrier=\"plivo\",result=\"refused\"} 1"
         ),
         "{metrics}"
     );
+    // The refused transfer's XML is not served.
+    let path = url
+        .split_once("/plivo/")
+        .map(|(_, p)| format!("/plivo/{p}"))
+        .unwrap();
+    let fetch = plivo_fetch(srv.local_addr(), &path, "tok-PLIVO").await;
+    assert_eq!(fetch.0, 404);
     srv.drain(Duration::from_millis(100)).await;
 }
 

@@ -20,10 +20,21 @@
 //! for bidirectional streams) that holds the call while it lasts. Plivo
 //! allows only `[A-Za-z0-9]` in `extraHeaders` keys and values, at most 512
 //! bytes. Reference: <https://docs.plivo.com/docs/voice/xml/audiostream>.
+//!
+//! **Transfer XML.** Plivo transfers a live call by making it fetch new XML
+//! from a URL (the Transfer Call API's `aleg_url`,
+//! <https://www.plivo.com/docs/voice/api/call/transfer-a-call>); what the
+//! server answers there is [`dial_xml`]: `<Response><Dial><Number>` for a
+//! number, `<User>` for a SIP URI
+//! (<https://www.plivo.com/docs/voice/xml/dial/>,
+//! <https://www.plivo.com/docs/voice/xml/dial/user/>). Plivo signs that
+//! fetch like any request to the server's URLs
+//! (<https://docs.plivo.com/docs/voice/xml/request/validation>).
 
 use base64::Engine as _;
 use ring::hmac;
 
+use crate::carrier::control::TransferTarget;
 use crate::twilio::twiml::escape;
 
 /// The header Plivo puts its V3 signature(s) in.
@@ -109,6 +120,16 @@ pub fn stream_xml(
         escape(content_type),
         escape(url),
     ))
+}
+
+/// The XML that connects the call to `target`: `<Dial><Number>` for a
+/// number, `<Dial><User>` for a SIP URI.
+pub fn dial_xml(target: &TransferTarget) -> String {
+    let inner = match target {
+        TransferTarget::Number(n) => format!("<Number>{}</Number>", escape(n)),
+        TransferTarget::Sip(uri) => format!("<User>{}</User>", escape(uri)),
+    };
+    format!(r#"<?xml version="1.0" encoding="UTF-8"?><Response><Dial>{inner}</Dial></Response>"#)
 }
 
 /// The V3 signature Plivo computes for a request: `method` (`GET` or
@@ -269,5 +290,19 @@ mod tests {
         assert!(matches!(bad, Err(PlivoXmlError::BadHeader { .. })));
         assert!(stream_xml("https://a/p", "audio/x-mulaw;rate=8000", &[]).is_err());
         assert!(stream_xml("wss://a/p", "audio/x-alaw;rate=8000", &[]).is_err());
+    }
+
+    #[test]
+    fn the_transfer_xml_dials_a_number_or_a_sip_user() {
+        let number = dial_xml(&TransferTarget::Number("+15550199".into()));
+        assert_eq!(
+            number,
+            r#"<?xml version="1.0" encoding="UTF-8"?><Response><Dial><Number>+15550199</Number></Dial></Response>"#
+        );
+        let sip = dial_xml(&TransferTarget::Sip("sip:desk@pbx.example?a=1&b=2".into()));
+        assert!(
+            sip.ends_with("<Dial><User>sip:desk@pbx.example?a=1&amp;b=2</User></Dial></Response>"),
+            "{sip}"
+        );
     }
 }

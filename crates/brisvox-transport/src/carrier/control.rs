@@ -10,14 +10,15 @@
 //! |---|---|---|---|
 //! | Twilio | `POST /2010-04-01/Accounts/{AccountSid}/Calls/{CallSid}.json`, `Status=completed` | same, `Twiml=<Response><Dial>…` | Basic (account SID, auth token) |
 //! | Telnyx | `POST /v2/calls/{call_control_id}/actions/hangup` | `POST …/actions/transfer`, `{"to": …}` | Bearer API key |
-//! | Plivo | `DELETE /v1/Account/{auth_id}/Call/{call_uuid}/` | not offered (Plivo transfers fetch XML from a URL) | Basic (auth ID, auth token) |
+//! | Plivo | `DELETE /v1/Account/{auth_id}/Call/{call_uuid}/` | `POST` the same, `{"legs":"aleg","aleg_url":…}`: the call fetches its next XML from a URL the server serves ([`CallControl::plivo_transfer`]) | Basic (auth ID, auth token) |
 //! | Vonage | `PUT /v1/calls/{uuid}`, `{"action":"hangup"}` | same, `{"action":"transfer","destination":{"type":"ncco",…}}` | Bearer JWT (RS256, application key) |
 //! | Exotel | none: closing the Voicebot socket ends the applet and the call flow goes on | a Connect applet after the Voicebot applet | — |
 //!
 //! References: Twilio <https://www.twilio.com/docs/voice/api/call-resource#update-a-call-resource>;
 //! Telnyx <https://developers.telnyx.com/api-reference/call-commands/hangup-call> and
 //! <https://developers.telnyx.com/api-reference/call-commands/transfer-call>;
-//! Plivo <https://www.plivo.com/docs/voice/api/call/hang-up-a-call>;
+//! Plivo <https://www.plivo.com/docs/voice/api/call/hang-up-a-call> and
+//! <https://www.plivo.com/docs/voice/api/call/transfer-a-call>;
 //! Vonage <https://developer.vonage.com/en/api/voice#updateCall> and
 //! <https://developer.vonage.com/en/getting-started/concepts/authentication#json-web-tokens>.
 
@@ -270,6 +271,47 @@ impl CallControl {
             }
         }
     }
+
+    /// Plivo's transfer of the call `call_id`: the call's A leg fetches its
+    /// next XML from `xml_url` (POST, signed by Plivo), which the server
+    /// answers with the `<Dial>` of the destination
+    /// ([`crate::plivo_answer::dial_xml`]). Plivo's API takes a target only
+    /// through such a URL, so [`CallControl::request`] refuses a Plivo
+    /// [`CallAction::Transfer`]; other carriers have no such request.
+    pub fn plivo_transfer(
+        &self,
+        call_id: &str,
+        xml_url: &str,
+    ) -> Result<HttpRequest, ControlError> {
+        let Self::Plivo {
+            auth_id,
+            auth_token,
+            ..
+        } = self
+        else {
+            return Err(ControlError::Unsupported {
+                carrier: self.carrier().as_str(),
+                action: "transfer to an XML URL",
+            });
+        };
+        if call_id.is_empty() {
+            return Err(ControlError::NoCallId);
+        }
+        let body = json!({"legs": "aleg", "aleg_url": xml_url, "aleg_method": "POST"});
+        Ok(HttpRequest {
+            method: HttpMethod::Post,
+            url: plivo_call_url(self.api_base(), auth_id, &path_segment(call_id)),
+            headers: vec![
+                ("Authorization".into(), basic_auth(auth_id, auth_token)),
+                ("Content-Type".into(), "application/json".into()),
+            ],
+            body: body.to_string().into_bytes(),
+        })
+    }
+}
+
+fn plivo_call_url(base: &str, auth_id: &str, call: &str) -> String {
+    format!("{base}/v1/Account/{}/Call/{call}/", path_segment(auth_id))
 }
 
 fn twilio(base: &str, sid: &str, token: &str, call: &str, action: &CallAction) -> HttpRequest {
@@ -327,7 +369,7 @@ fn plivo(
     }
     Ok(HttpRequest {
         method: HttpMethod::Delete,
-        url: format!("{base}/v1/Account/{}/Call/{call}/", path_segment(id)),
+        url: plivo_call_url(base, id, call),
         headers: vec![("Authorization".into(), basic_auth(id, token))],
         body: Vec::new(),
     })
@@ -552,6 +594,39 @@ mod tests {
             (r.method, r.url.as_str()),
             (HttpMethod::Delete, "http://x/v1/Account/MA1/Call/u-1/")
         );
+    }
+
+    #[test]
+    fn plivo_transfers_to_an_xml_url() {
+        let c = CallControl::Plivo {
+            api_base: "http://x/".into(),
+            auth_id: "MA1".into(),
+            auth_token: "t".into(),
+        };
+        let r = c
+            .plivo_transfer("u/1", "https://bot.example/plivo/transfer/abc")
+            .unwrap();
+        assert_eq!(
+            (r.method, r.url.as_str()),
+            (HttpMethod::Post, "http://x/v1/Account/MA1/Call/u%2F1/")
+        );
+        assert!(
+            r.headers
+                .contains(&("Authorization".into(), basic_auth("MA1", "t")))
+        );
+        let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(
+            body,
+            json!({"legs": "aleg", "aleg_url": "https://bot.example/plivo/transfer/abc", "aleg_method": "POST"})
+        );
+        assert_eq!(
+            c.plivo_transfer("", "https://a/b"),
+            Err(ControlError::NoCallId)
+        );
+        assert!(matches!(
+            twilio_control().plivo_transfer("CA1", "https://a/b"),
+            Err(ControlError::Unsupported { .. })
+        ));
     }
 
     #[test]
