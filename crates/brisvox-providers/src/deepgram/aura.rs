@@ -44,6 +44,7 @@ use super::protocol::{self, SpeakMessage};
 use super::{DeepgramSocket, connect_socket, disconnected, push_param, sleep_until_opt};
 use crate::error::redact_url;
 use crate::tts::{TtsBackend, TtsInput};
+use crate::vendors::{WsSocket, pending_close};
 use crate::{BoxFuture, ContextId, ProviderError, TtsConfig, TtsEvent, TtsProvider, TtsSession};
 
 /// Deepgram's speak endpoint.
@@ -123,17 +124,12 @@ impl TtsProvider for DeepgramAura {
             let socket = connect_socket(&url, &self.key, self.options.connect_timeout).await?;
             tracing::debug!(url = %redact_url(&url), "Deepgram speak socket open");
             let (session, backend) = TtsSession::channel();
-            let (sink, stream) = socket.split();
-            let task = SpeakTask {
+            let task = SpeakTask::new(
                 backend,
-                sink,
-                stream,
-                sample_rate_hz: config.sample_rate_hz,
-                first_audio_timeout: self.options.first_audio_timeout,
-                queue: VecDeque::new(),
-                clears_in_flight: 0,
-                odd_byte: None,
-            };
+                socket,
+                config.sample_rate_hz,
+                self.options.first_audio_timeout,
+            );
             tokio::spawn(task.run().in_current_span());
             Ok(session)
         })
@@ -166,10 +162,10 @@ enum Flow {
     Stop,
 }
 
-struct SpeakTask {
+struct SpeakTask<S = DeepgramSocket> {
     backend: TtsBackend,
-    sink: SplitSink<DeepgramSocket, Message>,
-    stream: SplitStream<DeepgramSocket>,
+    sink: SplitSink<S, Message>,
+    stream: SplitStream<S>,
     sample_rate_hz: u32,
     first_audio_timeout: Duration,
     queue: VecDeque<Pending>,
@@ -179,7 +175,27 @@ struct SpeakTask {
     odd_byte: Option<u8>,
 }
 
-impl SpeakTask {
+impl<S: WsSocket> SpeakTask<S> {
+    /// A task for a session over `socket`.
+    fn new(
+        backend: TtsBackend,
+        socket: S,
+        sample_rate_hz: u32,
+        first_audio_timeout: Duration,
+    ) -> Self {
+        let (sink, stream) = socket.split();
+        SpeakTask {
+            backend,
+            sink,
+            stream,
+            sample_rate_hz,
+            first_audio_timeout,
+            queue: VecDeque::new(),
+            clears_in_flight: 0,
+            odd_byte: None,
+        }
+    }
+
     async fn run(mut self) {
         loop {
             let deadline = self
@@ -220,7 +236,13 @@ impl SpeakTask {
         if self.sink.send(Message::text(text)).await.is_ok() {
             return Flow::Continue;
         }
-        self.fail(ProviderError::disconnected("send failed")).await
+        // Deepgram may have closed with a code (`DATA-0001`, `NET-0001`)
+        // the session has not read yet: that code is the error to report.
+        let error = match pending_close(&mut self.stream).await {
+            Some(frame) => disconnected(frame.as_ref()),
+            None => ProviderError::disconnected("send failed"),
+        };
+        self.fail(error).await
     }
 
     async fn fail(&mut self, error: ProviderError) -> Flow {
@@ -399,5 +421,49 @@ impl SpeakTask {
             return Flow::Stop;
         }
         self.clear().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use brisvox_core::Epoch;
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+    use super::*;
+    use crate::vendors::fake_socket::FakeSocket;
+
+    /// Deepgram closed the socket with a code after the Speak; the Flush's
+    /// send fails before the task has read the close (its Start, Speak and
+    /// Flush were queued first, and it reads inputs before its socket). The
+    /// session's error names Deepgram's code, not "send failed".
+    #[tokio::test]
+    async fn a_failed_send_reports_the_close_code_waiting_behind_it() {
+        let close = Message::Close(Some(CloseFrame {
+            code: CloseCode::Policy,
+            reason: "DATA-0001".into(),
+        }));
+        let (socket, sent) = FakeSocket::new(1, vec![close]);
+        let (mut session, backend) = TtsSession::channel();
+        let ctx = ContextId::new(Epoch(1), 0);
+        session.sender().start_context(ctx).await.unwrap();
+        session.sender().send_text(ctx, "Hello.").await.unwrap();
+        session.sender().flush(ctx).await.unwrap();
+        let task = SpeakTask::new(backend, socket, 24_000, Duration::from_secs(5));
+        tokio::spawn(task.run());
+        assert_eq!(
+            session.recv().await,
+            Some(TtsEvent::Error {
+                ctx: None,
+                error: ProviderError::Disconnected {
+                    reason: "closed 1008 DATA-0001".into()
+                }
+            })
+        );
+        assert_eq!(session.recv().await, Some(TtsEvent::Closed));
+        assert_eq!(
+            *sent.lock().unwrap(),
+            [Message::text(protocol::speak("Hello."))]
+        );
     }
 }

@@ -206,6 +206,12 @@ struct RawWarning {
 
 /// Parses one text message of the speak socket.
 ///
+/// The Flush and Clear pages' examples name the replies `Flushed` and
+/// `Cleared` (<https://developers.deepgram.com/docs/tts-ws-flush>,
+/// <https://developers.deepgram.com/docs/tts-ws-clear>); the reference's
+/// schema spells their `type` `flush` and `clear`. Both spellings are read
+/// (types compare without case), so either way a flush ends its context.
+///
 /// Errors ([`ProviderError::Protocol`]): not JSON or no `type`.
 pub fn parse_speak(text: &str) -> Result<SpeakMessage, ProviderError> {
     let envelope: Envelope = serde_json::from_str(text)
@@ -215,11 +221,11 @@ pub fn parse_speak(text: &str) -> Result<SpeakMessage, ProviderError> {
             "Deepgram sent a message that is not typed JSON",
         ));
     };
-    Ok(match kind.as_str() {
-        "Flushed" => SpeakMessage::Flushed,
-        "Cleared" => SpeakMessage::Cleared,
-        "Metadata" => SpeakMessage::Metadata,
-        "Warning" => {
+    Ok(match kind.to_ascii_lowercase().as_str() {
+        "flushed" | "flush" => SpeakMessage::Flushed,
+        "cleared" | "clear" => SpeakMessage::Cleared,
+        "metadata" => SpeakMessage::Metadata,
+        "warning" => {
             let raw: RawWarning = serde_json::from_str(text)
                 .map_err(|_| ProviderError::protocol("malformed Deepgram Warning message"))?;
             let mut description: String = raw.description.chars().take(200).collect();
@@ -298,6 +304,15 @@ mod tests {
         );
         assert_eq!(
             parse_speak(r#"{"type":"Cleared","sequence_id":0}"#).unwrap(),
+            SpeakMessage::Cleared
+        );
+        // The reference's schema spelling of the same replies.
+        assert_eq!(
+            parse_speak(r#"{"type":"flush","sequence_id":4}"#).unwrap(),
+            SpeakMessage::Flushed
+        );
+        assert_eq!(
+            parse_speak(r#"{"type":"clear","sequence_id":1}"#).unwrap(),
             SpeakMessage::Cleared
         );
         assert_eq!(

@@ -9,11 +9,16 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::{Sink, Stream, StreamExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::{HeaderName, HeaderValue};
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message as WsMessage};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+#[cfg(test)]
+pub(crate) mod fake_socket;
 pub(crate) mod ws_ctx;
 pub(crate) mod ws_tts;
 
@@ -68,6 +73,55 @@ impl fmt::Display for ApiKey {
 
 /// A client websocket to a vendor.
 pub(crate) type VendorSocket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// What a session task needs of its websocket: [`VendorSocket`] in use, a
+/// scripted socket in the unit tests.
+pub(crate) trait WsSocket:
+    Sink<WsMessage, Error = WsError>
+    + Stream<Item = Result<WsMessage, WsError>>
+    + Unpin
+    + Send
+    + 'static
+{
+}
+
+impl<T> WsSocket for T where
+    T: Sink<WsMessage, Error = WsError>
+        + Stream<Item = Result<WsMessage, WsError>>
+        + Unpin
+        + Send
+        + 'static
+{
+}
+
+/// How long a failed send waits for a close frame already on its way.
+pub(crate) const CLOSE_READ_GRACE: Duration = Duration::from_millis(250);
+
+/// After a failed send: the vendor's close frame if one is waiting to be read
+/// (within [`CLOSE_READ_GRACE`]; messages before it are skipped, the session
+/// is over anyway), `None` if none comes.
+///
+/// A vendor that refuses something closes the socket with a reason
+/// (ElevenLabs' 1008 "Invalid API key" after the first message, Deepgram's
+/// 1008 `DATA-0001`), and the adapter's next send can fail before that frame
+/// is read. Its reason, not "send failed", tells the user what to fix.
+pub(crate) async fn pending_close<S>(stream: &mut S) -> Option<Option<CloseFrame>>
+where
+    S: Stream<Item = Result<WsMessage, WsError>> + Unpin,
+{
+    let read = async {
+        while let Some(Ok(message)) = stream.next().await {
+            if let WsMessage::Close(frame) = message {
+                return Some(frame);
+            }
+        }
+        None
+    };
+    tokio::time::timeout(CLOSE_READ_GRACE, read)
+        .await
+        .ok()
+        .flatten()
+}
 
 /// Opens a websocket to `url` with `headers`, within `timeout`.
 ///

@@ -20,15 +20,12 @@ use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 
-use super::VendorSocket;
+use super::{VendorSocket, WsSocket, pending_close};
 
 pub(crate) use super::ws_ctx::WordsFrom;
 use super::ws_ctx::{ClosingBook, Ctx};
 use crate::tts::{TtsBackend, TtsInput};
 use crate::{ContextId, ProviderError, TtsEvent, WordTiming};
-
-/// How long a failed send waits for a close frame already on its way.
-const CLOSE_READ_GRACE: Duration = Duration::from_millis(250);
 
 /// What a vendor message means to the session.
 #[derive(Debug, PartialEq)]
@@ -130,9 +127,9 @@ enum Stop {
 }
 
 /// The task behind one websocket TTS session.
-pub(crate) struct WsTtsSession<W> {
+pub(crate) struct WsTtsSession<W, S = VendorSocket> {
     wire: W,
-    socket: VendorSocket,
+    socket: S,
     backend: TtsBackend,
     timing: WsTtsTiming,
     contexts: Vec<Ctx>,
@@ -140,13 +137,8 @@ pub(crate) struct WsTtsSession<W> {
     last_sent: Instant,
 }
 
-impl<W: TtsWire> WsTtsSession<W> {
-    pub(crate) fn new(
-        wire: W,
-        socket: VendorSocket,
-        backend: TtsBackend,
-        timing: WsTtsTiming,
-    ) -> Self {
+impl<W: TtsWire, S: WsSocket> WsTtsSession<W, S> {
+    pub(crate) fn new(wire: W, socket: S, backend: TtsBackend, timing: WsTtsTiming) -> Self {
         WsTtsSession {
             wire,
             socket,
@@ -177,7 +169,7 @@ impl<W: TtsWire> WsTtsSession<W> {
             if let Some(goodbye) = self.wire.goodbye() {
                 let _ = self.socket.send(WsMessage::text(goodbye)).await;
             }
-            let _ = self.socket.close(None).await;
+            let _ = SinkExt::close(&mut self.socket).await;
         }
         let _ = self.backend.events.send(TtsEvent::Closed).await;
     }
@@ -215,22 +207,11 @@ impl<W: TtsWire> WsTtsSession<W> {
     }
 
     /// Why a send failed: the vendor's close frame when one is already
-    /// waiting to be read, else a plain disconnect. A vendor that refuses a
-    /// key closes after the first message (ElevenLabs' 1008 "Invalid API
-    /// key"), and the adapter's next sends can fail before that frame is
-    /// read: its reason, not "send failed", tells the user what to fix.
+    /// waiting to be read ([`pending_close`]), else a plain disconnect.
     async fn why_send_failed(&mut self) -> ProviderError {
-        let pending_close = async {
-            while let Some(Ok(message)) = self.socket.next().await {
-                if let WsMessage::Close(frame) = message {
-                    return Some(frame);
-                }
-            }
-            None
-        };
-        match tokio::time::timeout(CLOSE_READ_GRACE, pending_close).await {
-            Ok(Some(frame)) => self.wire.close_error(frame.as_ref()),
-            _ => ProviderError::disconnected("websocket send failed"),
+        match pending_close(&mut self.socket).await {
+            Some(frame) => self.wire.close_error(frame.as_ref()),
+            None => ProviderError::disconnected("websocket send failed"),
         }
     }
 
@@ -582,7 +563,81 @@ pub(crate) fn pcm_s16le(carry: &mut Option<u8>, bytes: &[u8]) -> Vec<i16> {
 
 #[cfg(test)]
 mod tests {
+    use brisvox_core::Epoch;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
     use super::*;
+    use crate::TtsSession;
+    use crate::elevenlabs::ElevenLabsWire;
+    use crate::vendors::fake_socket::FakeSocket;
+
+    fn ctx() -> ContextId {
+        ContextId::new(Epoch(1), 0)
+    }
+
+    /// An ElevenLabs session over `socket` with one context's Start, text
+    /// and Flush queued before the task starts (it reads its inputs before
+    /// its socket, so it reads nothing until a send fails): its events up to
+    /// `Closed`, and what it sent.
+    async fn run_over(socket: FakeSocket) -> Vec<TtsEvent> {
+        let (mut session, backend) = TtsSession::channel();
+        let sender = session.sender();
+        sender.start_context(ctx()).await.unwrap();
+        sender.send_text(ctx(), "Hello.").await.unwrap();
+        sender.flush(ctx()).await.unwrap();
+        let timing = WsTtsTiming::new(5_000, 10_000, 24_000);
+        let task = tokio::spawn(WsTtsSession::new(ElevenLabsWire, socket, backend, timing).run());
+        let mut events = Vec::new();
+        while let Some(event) = session.recv().await {
+            let closed = event == TtsEvent::Closed;
+            events.push(event);
+            if closed {
+                break;
+            }
+        }
+        task.await.unwrap();
+        events
+    }
+
+    /// ElevenLabs refuses a bad key with a 1008 close after the first
+    /// message; the flush's send fails before the session has read it. The
+    /// session reports the close's meaning (an auth error), not "send failed".
+    #[tokio::test]
+    async fn a_failed_send_reports_the_close_frame_waiting_behind_it() {
+        let close = WsMessage::Close(Some(CloseFrame {
+            code: CloseCode::Policy,
+            reason: "Invalid API key".into(),
+        }));
+        let (socket, sent) = FakeSocket::new(1, vec![close]);
+        let events = run_over(socket).await;
+        assert_eq!(
+            events,
+            [
+                TtsEvent::Error {
+                    ctx: None,
+                    error: ProviderError::Auth { status: None }
+                },
+                TtsEvent::Closed
+            ]
+        );
+        assert_eq!(sent.lock().unwrap().len(), 1, "only the text went out");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_send_without_a_close_is_a_disconnect() {
+        let (socket, _) = FakeSocket::new(1, vec![]);
+        let events = run_over(socket).await;
+        assert_eq!(
+            events,
+            [
+                TtsEvent::Error {
+                    ctx: None,
+                    error: ProviderError::disconnected("websocket send failed")
+                },
+                TtsEvent::Closed
+            ]
+        );
+    }
 
     #[test]
     fn odd_pieces_join_across_messages() {
