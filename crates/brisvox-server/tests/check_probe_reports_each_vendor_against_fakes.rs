@@ -1,9 +1,11 @@
 //! `brisvox check FILE --probe` makes one live request per vendor provider
 //! through the real adapters (the file's base URLs point at local fakes of
-//! Deepgram, an OpenAI-compatible server, Cartesia and ElevenLabs that speak
-//! their documented protocols) and reports each: a good key passes with its
-//! timings and audio rate; a refused key fails the check naming the stage
-//! and what to check, and the key itself never appears.
+//! Deepgram listen and Aura, an OpenAI-compatible server with chat
+//! completions and transcriptions, Cartesia and ElevenLabs, each speaking its
+//! documented protocol) and reports each: a good key passes with its timings
+//! and audio rate; a refused key fails the check naming the stage and what to
+//! check, and the key itself never appears. Every vendor provider kind is
+//! probed with a good key and a refused one.
 #![allow(clippy::result_large_err)] // tungstenite's handshake callback type
 
 use std::process::Command;
@@ -29,6 +31,8 @@ struct Auth {
     /// upgrade succeeds and the first message is answered with a 1008 close
     /// with this reason (ElevenLabs' "Invalid API key").
     close_reason: Option<&'static str>,
+    /// A query the upgrade's URL must carry (else 400), when set.
+    query: Option<&'static str>,
 }
 
 /// Accepts websockets on paths starting with `path`; answers each text
@@ -49,8 +53,11 @@ async fn ws_fake(
                 let check = |req: &Request, resp| {
                     good = req.headers().get(auth.header).and_then(|v| v.to_str().ok())
                         == Some(want.as_str());
+                    let query = req.uri().query().unwrap_or_default();
                     let status = if !req.uri().path().starts_with(path) {
                         StatusCode::NOT_FOUND
+                    } else if auth.query.is_some_and(|q| !query.contains(q)) {
+                        StatusCode::BAD_REQUEST
                     } else if good || auth.close_reason.is_some() {
                         return Ok(resp);
                     } else {
@@ -148,16 +155,36 @@ fn aura(m: &serde_json::Value) -> Vec<Message> {
     ]
 }
 
+/// OpenAI's 401 for a refused key, `None` for the good one.
+fn refused(headers: &HeaderMap) -> Option<Response> {
+    let auth = headers.get("authorization").and_then(|v| v.to_str().ok());
+    (auth != Some(&format!("Bearer {GOOD}"))).then(|| {
+        Response::builder()
+            .status(401)
+            .body(r#"{"error":{"code":"invalid_api_key","type":"invalid_request_error"}}"#.into())
+            .unwrap()
+    })
+}
+
+/// Chat completions and transcriptions under one `/v1`.
 async fn openai_fake() -> String {
+    async fn transcriptions(headers: HeaderMap) -> Response {
+        if let Some(refusal) = refused(&headers) {
+            return refusal;
+        }
+        let form = headers.get("content-type").and_then(|v| v.to_str().ok());
+        if !form.is_some_and(|f| f.starts_with("multipart/form-data")) {
+            return Response::builder().status(400).body("".into()).unwrap();
+        }
+        // 300 ms of silence: no words (the reference's answer shape).
+        Response::builder()
+            .header("content-type", "application/json")
+            .body(r#"{"text":""}"#.into())
+            .unwrap()
+    }
     async fn completions(headers: HeaderMap) -> Response {
-        let auth = headers.get("authorization").and_then(|v| v.to_str().ok());
-        if auth != Some(&format!("Bearer {GOOD}")) {
-            return Response::builder()
-                .status(401)
-                .body(
-                    r#"{"error":{"code":"invalid_api_key","type":"invalid_request_error"}}"#.into(),
-                )
-                .unwrap();
+        if let Some(refusal) = refused(&headers) {
+            return refusal;
         }
         let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"OK\"}}]}\n\ndata: [DONE]\n\n";
         Response::builder()
@@ -165,7 +192,12 @@ async fn openai_fake() -> String {
             .body(body.into())
             .unwrap()
     }
-    let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(completions));
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", axum::routing::post(completions))
+        .route(
+            "/v1/audio/transcriptions",
+            axum::routing::post(transcriptions),
+        );
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -188,6 +220,7 @@ async fn tts_section(tts: Tts) -> String {
                 header: "authorization",
                 prefix: "Bearer ",
                 close_reason: None,
+                query: None,
             };
             let base = ws_fake(auth, "/tts/websocket", cartesia).await;
             (
@@ -202,6 +235,7 @@ async fn tts_section(tts: Tts) -> String {
                 header: "xi-api-key",
                 prefix: "",
                 close_reason: Some("Invalid API key"),
+                query: None,
             };
             let path = "/v1/text-to-speech/voice-1/multi-stream-input";
             let base = ws_fake(auth, path, elevenlabs).await;
@@ -217,6 +251,7 @@ async fn tts_section(tts: Tts) -> String {
                 header: "authorization",
                 prefix: "Token ",
                 close_reason: None,
+                query: None,
             };
             let base = ws_fake(auth, "/v1/speak", aura).await;
             (
@@ -232,31 +267,65 @@ async fn tts_section(tts: Tts) -> String {
     )
 }
 
+/// The STT vendor a probe run speaks to.
+#[derive(Clone, Copy)]
+enum Stt {
+    Deepgram,
+    OpenAiTranscribe,
+}
+
+/// `[stt]` of the agent file for `stt`, its fake started (`openai` is the
+/// OpenAI fake's `/v1` root).
+async fn stt_section(stt: Stt, openai: &str) -> String {
+    match stt {
+        Stt::Deepgram => {
+            // The agent file's keyterms must reach the upgrade's URL.
+            let auth = Auth {
+                header: "authorization",
+                prefix: "Token ",
+                close_reason: None,
+                query: Some("keyterm=brisvox"),
+            };
+            let dg = ws_fake(auth, "/v1/listen", deepgram).await;
+            format!(
+                "[stt]\nprovider = \"deepgram\"\n[stt.deepgram]\napi_key = \"${{STT_KEY}}\"\nbase_url = \"{dg}/v1/listen\"\nkeyterms = [\"brisvox\"]\n"
+            )
+        }
+        Stt::OpenAiTranscribe => format!(
+            "[stt]\nprovider = \"openai_transcribe\"\n[stt.openai_transcribe]\nmodel = \"gpt-4o-transcribe\"\napi_key = \"${{STT_KEY}}\"\nbase_url = \"{openai}\"\n"
+        ),
+    }
+}
+
 async fn run_probe(llm_key: &str, tts: Tts, tts_key: &str) -> (bool, String) {
-    let auth = Auth {
-        header: "authorization",
-        prefix: "Token ",
-        close_reason: None,
-    };
-    let dg = ws_fake(auth, "/v1/listen", deepgram).await;
+    run_probe_with(Stt::Deepgram, GOOD, llm_key, tts, tts_key).await
+}
+
+async fn run_probe_with(
+    stt: Stt,
+    stt_key: &str,
+    llm_key: &str,
+    tts: Tts,
+    tts_key: &str,
+) -> (bool, String) {
     let oai = openai_fake().await;
+    let stt = stt_section(stt, &oai).await;
     let tts = tts_section(tts).await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("agent.toml");
     std::fs::write(
         &file,
         format!(
-            "[stt]\nprovider = \"deepgram\"\n[stt.deepgram]\napi_key = \"${{DG_KEY}}\"\nbase_url = \"{dg}/v1/listen\"\n\
-             [llm]\nprovider = \"openai_compatible\"\n[llm.openai_compatible]\nmodel = \"gpt-4o-mini\"\napi_key = \"${{LLM_KEY}}\"\nbase_url = \"{oai}\"\n{tts}"
+            "{stt}[llm]\nprovider = \"openai_compatible\"\n[llm.openai_compatible]\nmodel = \"gpt-4o-mini\"\napi_key = \"${{LLM_KEY}}\"\nbase_url = \"{oai}\"\n{tts}"
         ),
     )
     .unwrap();
-    let (llm_key, tts_key) = (llm_key.to_owned(), tts_key.to_owned());
+    let (stt_key, llm_key, tts_key) = (stt_key.to_owned(), llm_key.to_owned(), tts_key.to_owned());
     let out = tokio::task::spawn_blocking(move || {
         Command::new(env!("CARGO_BIN_EXE_brisvox"))
             .args(["check", "--probe", "--probe-timeout-s", "10"])
             .arg(&file)
-            .env("DG_KEY", GOOD)
+            .env("STT_KEY", stt_key)
             .env("TTS_KEY", tts_key)
             .env("LLM_KEY", llm_key)
             .output()
@@ -353,6 +422,45 @@ async fn deepgram_aura_speaks_with_a_good_key_and_a_refused_key_names_the_tts_st
     let tts = line(&text, "tts  deepgram_aura");
     assert!(
         tts.contains("FAILED") && tts.contains("check the API key"),
+        "{text}"
+    );
+    assert!(!text.contains(bad) && !text.contains(GOOD), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_transcription_answers_with_a_good_key_and_a_refused_key_names_the_stt_stage() {
+    let (ok, text) = run_probe_with(Stt::OpenAiTranscribe, GOOD, GOOD, Tts::Cartesia, GOOD).await;
+    assert!(ok, "{text}");
+    assert!(
+        line(&text, "stt  openai_transcribe").contains("ok: session opened"),
+        "{text}"
+    );
+    let bad = "probe-key-BAD";
+    let (ok, text) = run_probe_with(Stt::OpenAiTranscribe, bad, GOOD, Tts::Cartesia, GOOD).await;
+    assert!(!ok, "{text}");
+    let stt = line(&text, "stt  openai_transcribe");
+    assert!(
+        stt.contains("FAILED") && stt.contains("check the API key"),
+        "{text}"
+    );
+    assert!(line(&text, "tts  cartesia").contains("ok:"), "{text}");
+    assert!(!text.contains(bad) && !text.contains(GOOD), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_deepgram_and_cartesia_keys_name_their_stages() {
+    let bad = "probe-key-BAD";
+    let (ok, text) = run_probe_with(Stt::Deepgram, bad, GOOD, Tts::Cartesia, bad).await;
+    assert!(!ok, "{text}");
+    for stage in ["stt  deepgram", "tts  cartesia"] {
+        let l = line(&text, stage);
+        assert!(
+            l.contains("FAILED") && l.contains("check the API key"),
+            "{text}"
+        );
+    }
+    assert!(
+        line(&text, "llm  openai_compatible").contains("ok:"),
         "{text}"
     );
     assert!(!text.contains(bad) && !text.contains(GOOD), "{text}");
