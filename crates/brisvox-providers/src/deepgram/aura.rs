@@ -427,11 +427,9 @@ impl<S: WsSocket> SpeakTask<S> {
 #[cfg(test)]
 mod tests {
     use brisvox_core::Epoch;
-    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
-    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
     use super::*;
-    use crate::vendors::fake_socket::FakeSocket;
+    use crate::vendors::fake_socket::{FakeSocket, close};
 
     /// Deepgram closed the socket with a code after the Speak; the Flush's
     /// send fails before the task has read the close (its Start, Speak and
@@ -439,11 +437,7 @@ mod tests {
     /// session's error names Deepgram's code, not "send failed".
     #[tokio::test]
     async fn a_failed_send_reports_the_close_code_waiting_behind_it() {
-        let close = Message::Close(Some(CloseFrame {
-            code: CloseCode::Policy,
-            reason: "DATA-0001".into(),
-        }));
-        let (socket, sent) = FakeSocket::new(1, vec![close]);
+        let (socket, sent) = FakeSocket::new(1, vec![close(1008, "DATA-0001")]);
         let (mut session, backend) = TtsSession::channel();
         let ctx = ContextId::new(Epoch(1), 0);
         session.sender().start_context(ctx).await.unwrap();

@@ -298,23 +298,21 @@ mod tests {
 
     #[test]
     fn speak_messages_parse() {
-        assert_eq!(
-            parse_speak(r#"{"type":"Flushed","sequence_id":3}"#).unwrap(),
-            SpeakMessage::Flushed
-        );
-        assert_eq!(
-            parse_speak(r#"{"type":"Cleared","sequence_id":0}"#).unwrap(),
-            SpeakMessage::Cleared
-        );
-        // The reference's schema spelling of the same replies.
-        assert_eq!(
-            parse_speak(r#"{"type":"flush","sequence_id":4}"#).unwrap(),
-            SpeakMessage::Flushed
-        );
-        assert_eq!(
-            parse_speak(r#"{"type":"clear","sequence_id":1}"#).unwrap(),
-            SpeakMessage::Cleared
-        );
+        // The pages' spelling, then the reference schema's.
+        for (text, want) in [
+            (
+                r#"{"type":"Flushed","sequence_id":3}"#,
+                SpeakMessage::Flushed,
+            ),
+            (
+                r#"{"type":"Cleared","sequence_id":0}"#,
+                SpeakMessage::Cleared,
+            ),
+            (r#"{"type":"flush","sequence_id":4}"#, SpeakMessage::Flushed),
+            (r#"{"type":"clear","sequence_id":1}"#, SpeakMessage::Cleared),
+        ] {
+            assert_eq!(parse_speak(text).unwrap(), want, "{text}");
+        }
         assert_eq!(
             parse_speak(r#"{"type":"Warning","description":"too many flushes","code":"W1"}"#)
                 .unwrap(),

@@ -11,7 +11,16 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use futures_util::{Sink, Stream};
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message as WsMessage};
+
+/// A close frame with `code` and `reason`, as a vendor sends it.
+pub(crate) fn close(code: u16, reason: &str) -> WsMessage {
+    WsMessage::Close(Some(CloseFrame {
+        code: code.into(),
+        reason: reason.into(),
+    }))
+}
 
 /// See the module documentation.
 pub(crate) struct FakeSocket {

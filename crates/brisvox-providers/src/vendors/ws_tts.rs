@@ -564,12 +564,11 @@ pub(crate) fn pcm_s16le(carry: &mut Option<u8>, bytes: &[u8]) -> Vec<i16> {
 #[cfg(test)]
 mod tests {
     use brisvox_core::Epoch;
-    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
     use super::*;
     use crate::TtsSession;
     use crate::elevenlabs::ElevenLabsWire;
-    use crate::vendors::fake_socket::FakeSocket;
+    use crate::vendors::fake_socket::{FakeSocket, close};
 
     fn ctx() -> ContextId {
         ContextId::new(Epoch(1), 0)
@@ -604,11 +603,7 @@ mod tests {
     /// session reports the close's meaning (an auth error), not "send failed".
     #[tokio::test]
     async fn a_failed_send_reports_the_close_frame_waiting_behind_it() {
-        let close = WsMessage::Close(Some(CloseFrame {
-            code: CloseCode::Policy,
-            reason: "Invalid API key".into(),
-        }));
-        let (socket, sent) = FakeSocket::new(1, vec![close]);
+        let (socket, sent) = FakeSocket::new(1, vec![close(1008, "Invalid API key")]);
         let events = run_over(socket).await;
         assert_eq!(
             events,
