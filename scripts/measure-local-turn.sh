@@ -19,6 +19,12 @@
 #   RUNS [6]   calls per route, one at a time, the fixtures in turn
 #   ROUTES ["call twilio"]   which routes to measure
 #   OUT_TAG [""]   appended to the results files' names (a second run beside the first)
+#   ROUNDS [1]   measures every binary this many times, in turn, the order
+#                reversed each round (round N > 1 adds -rN to the names), so
+#                that a load that changes during the run falls on all of them
+# At the end, bench/results/local-turn-breakdown$OUT_TAG.md puts the runs side
+# by side: the medians of V2V and of each stage of the server's turn_metrics
+# (bench/local_turn_breakdown.py).
 # Each server binds 127.0.0.1 only and is stopped before the next starts and on exit.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -51,11 +57,13 @@ start() {
   exit 1
 }
 
-for bin in $bins; do
+written=()
+measure() { # binary, tag
+  local bin="$1" profile suffix what
   profile="$(basename "$(dirname "$bin")")"
   suffix="-$profile"
   [ "$profile" = quick ] && suffix=""
-  suffix="$suffix${OUT_TAG:-}"
+  suffix="$suffix$2"
   what="brisvox serve --agent bench/agents/local-demo.toml (local Whisper tiny.en, rules agent, local voice; Silero + Smart Turn), $bin (profile $profile)"
   start "$bin"
   for route in ${ROUTES:-call twilio}; do
@@ -65,15 +73,41 @@ for bin in $bins; do
           --fixture fixtures/librivox_0870.wav --fixture fixtures/phone_pls_hold_while_try_16k.wav \
           --fixture fixtures/en_long_question.wav --runs "$runs" \
           --label "$what" --out "bench/results/v2v-local-demo$suffix"
+        written+=("bench/results/v2v-local-demo$suffix.json")
         ;;
       twilio)
         "$bench" v2v --url "ws://127.0.0.1:$port/twilio" \
           --fixture fixtures/phone_pls_hold_while_try_8k.wav --fixture fixtures/phone_vm_nobodyavail_8k.wav \
           --fixture fixtures/phone_please_try_call_later_8k.wav --runs "$runs" \
           --label "$what, over /twilio at 8 kHz" --out "bench/results/v2v-local-demo-twilio$suffix"
+        written+=("bench/results/v2v-local-demo-twilio$suffix.json")
         ;;
       *) echo "measure-local-turn: unknown route $route (call, twilio)" >&2; exit 2 ;;
     esac
   done
   stop
+}
+
+header="$(scripts/bench-header.sh "each run's binary (in its results file)" "BRISVOX_BIN=\"$bins\" RUNS=$runs ROUNDS=${ROUNDS:-1} ROUTES=\"${ROUTES:-call twilio}\" OUT_TAG=\"${OUT_TAG:-}\" scripts/measure-local-turn.sh")"
+order="$bins"
+for round in $(seq 1 "${ROUNDS:-1}"); do
+  tag="${OUT_TAG:-}"
+  [ "$round" -gt 1 ] && tag="$tag-r$round"
+  for bin in $order; do measure "$bin" "$tag"; done
+  order="$(tr ' ' '\n' <<<"$order" | tac | tr '\n' ' ')"
 done
+
+summary="bench/results/local-turn-breakdown${OUT_TAG:-}.md"
+{
+  echo "# A local turn's time, stage by stage (scripts/measure-local-turn.sh)"
+  echo
+  echo "$header"
+  echo "- load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo
+  echo "Each row is one run of $runs calls (its own results file beside this one)."
+  echo "Medians of the answered turns; the server's stages are from the end of"
+  echo "speech as the VAD placed it (the /twilio route sends no turn_metrics)."
+  echo
+  python3 bench/local_turn_breakdown.py "${written[@]}"
+} >"$summary"
+echo "measure-local-turn: wrote $summary"

@@ -114,9 +114,33 @@ pub fn dbfs(samples: &[i16]) -> f32 {
     }
 }
 
+/// How many leading samples of `samples` are quiet: those before the first
+/// sample whose magnitude reaches `threshold`, less `keep` (the quiet just
+/// before the sound is kept, so a soft onset is not cut). 0 when no sample
+/// reaches `threshold`: a block that is all quiet is left whole.
+pub fn leading_quiet_len(samples: &[i16], threshold: u16, keep: usize) -> usize {
+    samples
+        .iter()
+        .position(|&s| s.unsigned_abs() >= threshold)
+        .map_or(0, |first| first.saturating_sub(keep))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_quiet_before_the_first_loud_sample_is_counted_less_what_is_kept() {
+        let mut s = vec![0i16; 100];
+        s.extend([-20, 20, 40, -400, 3]);
+        assert_eq!(leading_quiet_len(&s, 33, 0), 102, "the first |s| >= 33");
+        assert_eq!(leading_quiet_len(&s, 33, 10), 92);
+        assert_eq!(leading_quiet_len(&s, 33, 500), 0, "keep more than there is");
+        assert_eq!(leading_quiet_len(&s, 400, 0), 103, "-400 reaches 400");
+        assert_eq!(leading_quiet_len(&s, 401, 0), 0, "nothing loud: left whole");
+        assert_eq!(leading_quiet_len(&[], 1, 0), 0);
+        assert_eq!(leading_quiet_len(&[i16::MIN], 1, 0), 0);
+    }
 
     #[test]
     fn little_endian_bytes_round_trip() {

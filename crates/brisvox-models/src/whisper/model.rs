@@ -108,8 +108,12 @@ impl From<ort::Error> for WhisperError {
 pub struct WhisperSettings {
     /// The model folder ([`MODEL_FILES`]).
     pub dir: PathBuf,
-    /// ONNX Runtime intra-op threads of each graph.
+    /// ONNX Runtime intra-op threads of the decoder (many small steps, where
+    /// waking a second thread costs about what it saves).
     pub intra_threads: usize,
+    /// ONNX Runtime intra-op threads of the encoder (one large run per
+    /// recognition, most of its time at the end of a turn).
+    pub encoder_threads: usize,
     /// Beam width (1 is greedy search).
     pub beam_size: usize,
     /// The shortest window the audio is padded to, in ms.
@@ -119,7 +123,8 @@ pub struct WhisperSettings {
 }
 
 impl WhisperSettings {
-    /// The defaults for the model in `dir`: one thread, beam width 5, windows
+    /// The defaults for the model in `dir`: one decoder thread,
+    /// [`default_encoder_threads`] encoder threads, beam width 5, windows
     /// of at least 15 s and 2 s of padding (the fixtures' word error rate
     /// equals a full 30 s window's with these; shorter ones made Whisper
     /// repeat a sentence or lose a word, see docs/providers/local.md).
@@ -127,11 +132,21 @@ impl WhisperSettings {
         WhisperSettings {
             dir: dir.into(),
             intra_threads: 1,
+            encoder_threads: default_encoder_threads(),
             beam_size: 5,
             min_window_ms: 15_000,
             pad_ms: 2_000,
         }
     }
+}
+
+/// The encoder's default intra-op threads: two when the machine has two
+/// cores or more, else one. The encoder is most of a recognition's time and
+/// the final that ends a turn waits for it; ONNX Runtime's threads claim its
+/// work in blocks, so a second core busy elsewhere slows it to about one
+/// thread's speed, not below.
+pub fn default_encoder_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(2))
 }
 
 /// A transcription: the text and its tokens (a later draft).
@@ -181,11 +196,16 @@ impl Whisper {
     /// Loads ONNX Runtime (once per process), the two graphs and the
     /// vocabulary. Blocking (about a second): call it at startup.
     pub fn load(settings: WhisperSettings) -> Result<Self, WhisperError> {
-        if settings.intra_threads == 0 {
-            return Err(WhisperError::BadSetting {
-                setting: "intra_threads",
-                reason: "must be at least 1",
-            });
+        for (setting, threads) in [
+            ("intra_threads", settings.intra_threads),
+            ("encoder_threads", settings.encoder_threads),
+        ] {
+            if threads == 0 {
+                return Err(WhisperError::BadSetting {
+                    setting,
+                    reason: "must be at least 1",
+                });
+            }
         }
         let dir = &settings.dir;
         if let Some(missing) = missing_files(dir) {
@@ -201,7 +221,7 @@ impl Whisper {
             search_rules(text, &tokenizer)
         })?;
         let sessions = Sessions {
-            encoder: session(&dir.join(ENCODER_FILE), settings.intra_threads)?,
+            encoder: session(&dir.join(ENCODER_FILE), settings.encoder_threads)?,
             decoder: session(&dir.join(DECODER_FILE), settings.intra_threads)?,
             mel: LogMel::new(),
         };
@@ -480,6 +500,40 @@ mod tests {
             ..s
         };
         assert_eq!(window_samples(0, &tiny), 320);
+    }
+
+    #[test]
+    fn the_encoder_gets_two_threads_at_most_and_never_more_than_the_cores() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = WhisperSettings::new("m").encoder_threads;
+        assert_eq!(threads, cores.min(2));
+        assert_eq!(WhisperSettings::new("m").intra_threads, 1);
+    }
+
+    #[test]
+    fn zero_threads_are_refused_before_the_files_are_read() {
+        for (setting, s) in [
+            (
+                "intra_threads",
+                WhisperSettings {
+                    intra_threads: 0,
+                    ..WhisperSettings::new("/nonexistent-brisvox")
+                },
+            ),
+            (
+                "encoder_threads",
+                WhisperSettings {
+                    encoder_threads: 0,
+                    ..WhisperSettings::new("/nonexistent-brisvox")
+                },
+            ),
+        ] {
+            let err = Whisper::load(s).unwrap_err();
+            assert!(
+                matches!(err, WhisperError::BadSetting { setting: got, .. } if got == setting),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -30,7 +30,9 @@ pub(crate) type Job = Pin<Box<dyn Future<Output = Result<(), ProviderError>> + S
 /// What turns a text chunk into audio events.
 pub(crate) trait ChunkSpeaker: Send + 'static {
     /// Starts speaking `text` for `ctx`; the job sends its audio on `events`.
-    fn job(&self, ctx: ContextId, text: String, events: mpsc::Sender<TtsEvent>) -> Job;
+    /// `first`: the first chunk spoken for `ctx` (the start of an answer).
+    fn job(&self, ctx: ContextId, text: String, first: bool, events: mpsc::Sender<TtsEvent>)
+    -> Job;
 
     /// A running job was dropped before it ended (a cancel or `Close`).
     fn dropped(&self) {}
@@ -44,6 +46,7 @@ pub(crate) fn spawn_session(speaker: impl ChunkSpeaker) -> TtsSession {
         speaker,
         pending: VecDeque::with_capacity(TTS_INPUT_CAPACITY),
         failed: None,
+        spoken: None,
     };
     tokio::spawn(actor.run().in_current_span());
     session
@@ -107,6 +110,8 @@ struct SessionActor<S> {
     pending: VecDeque<Work>,
     /// The newest context that failed: its remaining work is skipped.
     failed: Option<ContextId>,
+    /// The context of the last job started.
+    spoken: Option<ContextId>,
 }
 
 impl<S: ChunkSpeaker> SessionActor<S> {
@@ -194,7 +199,8 @@ impl<S: ChunkSpeaker> SessionActor<S> {
                 }
                 Work::Speak(ctx, text) => {
                     let events = self.backend.events.clone();
-                    return Some((ctx, self.speaker.job(ctx, text, events)));
+                    let first = self.spoken.replace(ctx) != Some(ctx);
+                    return Some((ctx, self.speaker.job(ctx, text, first, events)));
                 }
             }
         }

@@ -21,7 +21,10 @@ mod stt_session;
 mod tts;
 
 pub use llm::{Intent, LocalLlmConfig, LocalRulesLlm, MAX_ECHO_WORDS, detect_intents, reply};
-pub use piper::{PhonemeVoice, PiperConfig, PiperStats, PiperTts};
+pub use piper::{
+    LEAD_IN_KEEP_MS, LEAD_IN_THRESHOLD, PhonemeVoice, PiperConfig, PiperStats, PiperTts,
+    without_lead_in,
+};
 pub use stt::{
     LocalStt, LocalSttError, LocalSttOptions, LocalSttStats, RECOGNIZER_RATE_HZ, Recognized,
     Recognizer, RecognizerError,

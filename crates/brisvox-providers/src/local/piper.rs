@@ -8,7 +8,11 @@
 //! resampled to the session's [`TtsConfig::sample_rate_hz`] on the voice's own
 //! threads, and sent as [`PiperConfig::chunk_ms`] audio events as soon as that
 //! sentence is ready. One job runs at a time per session, so a context's
-//! chunks are spoken in order; `Done` follows its flush.
+//! chunks are spoken in order; `Done` follows its flush. The first sentence
+//! of a context (the start of an answer) loses the quiet Piper puts before
+//! it (about 65 ms with `en_US-joe-medium`), all but the last
+//! [`LEAD_IN_KEEP_MS`]: before an answer it is only a wait; between the
+//! sentences of an answer it is the pause, and it stays.
 //!
 //! A cancel drops the retired contexts' waiting text and the running job:
 //! dropping it kills the espeak-ng processes and cancels the synthesis (the
@@ -26,6 +30,18 @@ use super::chunk_session::{ChunkSpeaker, Job, send_audio, spawn_session};
 use super::phonemes;
 use super::tts::{ESPEAK_PACKAGE, LocalTtsError};
 use crate::{BoxFuture, ContextId, ProviderError, TtsConfig, TtsEvent, TtsProvider, TtsSession};
+
+/// A sample at least this loud (about -60 dBFS) is where an answer's sound starts.
+pub const LEAD_IN_THRESHOLD: u16 = 33;
+/// The quiet kept before an answer's first sound, in ms.
+pub const LEAD_IN_KEEP_MS: u32 = 10;
+
+/// `samples` (at `rate_hz`) from where their sound starts, with
+/// [`LEAD_IN_KEEP_MS`] of the quiet before it; whole when all are quiet.
+pub fn without_lead_in(samples: &[i16], rate_hz: u32) -> &[i16] {
+    let keep = (rate_hz * LEAD_IN_KEEP_MS / 1000) as usize;
+    &samples[brisvox_audio::pcm::leading_quiet_len(samples, LEAD_IN_THRESHOLD, keep)..]
+}
 
 /// A voice that speaks phonemes (espeak-ng IPA with Piper's punctuation).
 pub trait PhonemeVoice: Send + Sync + fmt::Debug {
@@ -180,17 +196,29 @@ struct PiperSpeaker {
 
 impl ChunkSpeaker for PiperSpeaker {
     /// Phonemises the chunk, then synthesises and sends it sentence by
-    /// sentence (the first audio leaves as soon as the first sentence is done).
-    fn job(&self, ctx: ContextId, text: String, events: mpsc::Sender<TtsEvent>) -> Job {
+    /// sentence (the first audio leaves as soon as the first sentence is done);
+    /// the context's first sentence without its lead-in.
+    fn job(
+        &self,
+        ctx: ContextId,
+        text: String,
+        first: bool,
+        events: mpsc::Sender<TtsEvent>,
+    ) -> Job {
         let provider = self.provider.clone();
         let rate = self.rate_hz;
         provider.counters.started.fetch_add(1, Ordering::Relaxed);
         Box::pin(async move {
             let sentences = provider.phonemize(&text).await?;
-            for phonemes in sentences {
-                let samples = provider.voice.speak(&phonemes, rate).await?;
+            for (i, phonemes) in sentences.iter().enumerate() {
+                let samples = provider.voice.speak(phonemes, rate).await?;
                 provider.counters.spoken.fetch_add(1, Ordering::Relaxed);
-                if !send_audio(&events, ctx, &samples, rate, provider.config.chunk_ms).await {
+                let samples = if first && i == 0 {
+                    without_lead_in(&samples, rate)
+                } else {
+                    &samples
+                };
+                if !send_audio(&events, ctx, samples, rate, provider.config.chunk_ms).await {
                     return Ok(()); // the engine is gone
                 }
             }

@@ -264,6 +264,8 @@ pub(super) struct Job {
     pub(super) draft: Vec<u32>,
     /// Set when the answer is no longer needed (a partial overtaken by the final).
     pub(super) cancel: Arc<AtomicBool>,
+    /// A partial (else a final), for the log.
+    pub(super) partial: bool,
     pub(super) reply: oneshot::Sender<Answer>,
 }
 
@@ -371,8 +373,17 @@ fn recognition_thread(
             recognizer.recognize(&job.samples, &job.draft, &job.cancel)
         }))
         .unwrap_or_else(|_| Err(RecognizerError::new("the recognizer panicked")));
-        counters.record_time(started.elapsed());
+        let took = started.elapsed();
+        counters.record_time(took);
         counters.running.fetch_sub(1, Ordering::SeqCst);
+        tracing::debug!(
+            partial = job.partial,
+            audio_ms = job.samples.len() as u64 * 1000 / u64::from(RECOGNIZER_RATE_HZ),
+            draft_tokens = job.draft.len(),
+            took_ms = took.as_millis() as u64,
+            ok = answer.is_ok(),
+            "local recognition"
+        );
         match &answer {
             Ok(_) => Counters::bump(&counters.recognized),
             Err(_) if job.cancel.load(Ordering::Relaxed) => Counters::bump(&counters.cancelled),

@@ -524,6 +524,7 @@ impl SessionTask {
             samples,
             draft,
             cancel: partial.unwrap_or_default(),
+            partial: is_partial,
             reply,
         };
         match self.jobs.try_send(job) {

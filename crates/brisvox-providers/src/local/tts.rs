@@ -314,7 +314,13 @@ struct EspeakSpeaker {
 
 impl ChunkSpeaker for EspeakSpeaker {
     /// Dropping the job kills its process (`kill_on_drop`).
-    fn job(&self, ctx: ContextId, text: String, events: mpsc::Sender<TtsEvent>) -> Job {
+    fn job(
+        &self,
+        ctx: ContextId,
+        text: String,
+        _first: bool,
+        events: mpsc::Sender<TtsEvent>,
+    ) -> Job {
         let config = self.config.clone();
         let counters = self.counters.clone();
         let voice = self.voice.clone();
