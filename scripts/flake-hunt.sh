@@ -74,6 +74,7 @@ failures="$logs/failures.tsv" # run, binary, test
 summary="$logs/runs.tsv" # run, seconds, passed, failed, ignored, binaries failed
 : >"$summary"
 hunt_start=$SECONDS
+load_at_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 done_runs=0
 for run in $(seq 1 "$runs"); do
   if [ "$max_seconds" -gt 0 ] && [ $((SECONDS - hunt_start)) -ge "$max_seconds" ]; then
@@ -132,9 +133,9 @@ nfail="$(wc -l <"$failures")"
   if [ "$burn_core" = none ]; then
     echo "- load: no burner (BURN_CORE=none); only what else ran on the machine"
   else
-    echo "- load: a busy-loop burner pinned to core ${burn_core} (taskset) for the whole hunt, beside whatever else ran on the machine (here: the other engineers' builds)"
+    echo "- load: a busy-loop burner pinned to core ${burn_core} (taskset) for the whole hunt, beside whatever else ran on the machine"
   fi
-  echo "- load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "- load average (1, 5, 15 min) when the runs started: $load_at_start; at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- suite: the $nbin test binaries of \`cargo test --workspace --locked\` with CI=true (models present)${ONLY:+ whose target matches \`$ONLY\`}, each run in turn as cargo runs them; doc tests once at the end ($doc_counts)"
   echo
   echo "| run | seconds | passed | failed | ignored |"
