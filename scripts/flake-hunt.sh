@@ -71,7 +71,7 @@ fi
 
 failures="$logs/failures.tsv" # run, binary, test
 : >"$failures"
-summary="$logs/runs.tsv" # run, seconds, passed, failed, ignored, binaries failed
+summary="$logs/runs.tsv" # run, seconds, passed, failed, ignored, binaries failed, 1-min load at its end
 : >"$summary"
 hunt_start=$SECONDS
 load_at_start="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -108,7 +108,7 @@ for run in $(seq 1 "$runs"); do
     fi
   done <"$logs/binaries.tsv"
   secs=$((SECONDS - run_start))
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$secs" "$passed" "$failed" "$ignored" "$bad_bins" >>"$summary"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$secs" "$passed" "$failed" "$ignored" "$bad_bins" "$(cut -d' ' -f1 /proc/loadavg)" >>"$summary"
   echo "flake-hunt: run $run: $passed passed, $failed failed, $ignored ignored in ${secs}s" >&2
   done_runs=$run
 done
@@ -138,10 +138,10 @@ nfail="$(wc -l <"$failures")"
   echo "- load average (1, 5, 15 min) when the runs started: $load_at_start; at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- suite: the $nbin test binaries of \`cargo test --workspace --locked\` with CI=true (models present)${ONLY:+ whose target matches \`$ONLY\`}, each run in turn as cargo runs them; doc tests once at the end ($doc_counts)"
   echo
-  echo "| run | seconds | passed | failed | ignored |"
-  echo "|---|---|---|---|---|"
-  while IFS=$'\t' read -r r s p f i _; do
-    echo "| $r | $s | $p | $f | $i |"
+  echo "| run | seconds | passed | failed | ignored | 1-min load average at its end |"
+  echo "|---|---|---|---|---|---|"
+  while IFS=$'\t' read -r r s p f i _ l; do
+    echo "| $r | $s | $p | $f | $i | $l |"
   done <"$summary"
   echo
   if [ "$nfail" -eq 0 ] && [ "$doc_rc" -eq 0 ]; then
