@@ -75,6 +75,8 @@ summary="$logs/runs.tsv" # run, seconds, passed, failed, ignored, binaries faile
 : >"$summary"
 hunt_start=$SECONDS
 load_at_start="$(cut -d' ' -f1-3 /proc/loadavg)"
+# The header (date and load average) as they are when the runs start.
+header="$(scripts/bench-header.sh "dev (the test profile, unoptimised + debuginfo)" "scripts/flake-hunt.sh $runs")"
 done_runs=0
 for run in $(seq 1 "$runs"); do
   if [ "$max_seconds" -gt 0 ] && [ $((SECONDS - hunt_start)) -ge "$max_seconds" ]; then
@@ -129,7 +131,7 @@ nfail="$(wc -l <"$failures")"
 {
   echo "# Flake hunt: the whole test suite, $done_runs runs under load"
   echo
-  scripts/bench-header.sh "dev (the test profile, unoptimised + debuginfo)" "scripts/flake-hunt.sh $runs"
+  echo "$header"
   if [ "$burn_core" = none ]; then
     echo "- load: no burner (BURN_CORE=none); only what else ran on the machine"
   else
