@@ -38,8 +38,9 @@ bin="${CARGO_TARGET_DIR:-target}/$profile/brisvox"
 if [ ! -x "$bin" ]; then
   echo "run.sh: first start: the models are fetched, then brisvox is built (profile $profile; $FIRST_BUILD; later starts take seconds)"
 fi
-# libopus: the server links it (Opus for WebRTC); no build without it.
-scripts/setup-system.sh libopus-dev@opus || exit 1
+# libopus and OpenSSL: the server links them (Opus and DTLS-SRTP for
+# WebRTC); no build without them.
+scripts/setup-system.sh libopus-dev@opus libssl-dev@ssl || exit 1
 scripts/setup-system.sh espeak-ng ||
   echo "run.sh: continuing without espeak-ng: the local voice needs it (mock tones instead)" >&2
 scripts/fetch-models.sh --whisper

@@ -3,6 +3,8 @@
 # With no arguments:
 #   espeak-ng     the local no-key TTS ([tts] provider = "local") and its tests
 #   libopus-dev   the Opus codec of the WebRTC route, linked into the server
+#   libssl-dev    OpenSSL, DTLS-SRTP of the WebRTC route (str0m), and pkg-config
+#                 to find it
 # Arguments name other packages as PACKAGE or PACKAGE:COMMAND (the program whose
 # absence means the package is missing), e.g. `chromium nodejs:node npm` for
 # the browser test (tests/browser/setup.sh), or PACKAGE@LIBRARY for a C library
@@ -37,6 +39,10 @@ install_hint() {
       zypper:libopus-dev) names+=(libopus-devel) ;;
       pacman:libopus-dev | brew:libopus-dev) names+=(opus) ;;
       apk:libopus-dev) names+=(opus-dev) ;;
+      dnf:libssl-dev) names+=(openssl-devel) ;;
+      zypper:libssl-dev) names+=(libopenssl-devel) ;;
+      pacman:libssl-dev | brew:libssl-dev) names+=(openssl) ;;
+      apk:libssl-dev) names+=(openssl-dev) ;;
       *) names+=("$p") ;;
     esac
   done
@@ -70,7 +76,7 @@ has_library() {
   [ "$found" != "lib$1.so" ]
 }
 
-[ $# -gt 0 ] || set -- espeak-ng libopus-dev@opus
+[ $# -gt 0 ] || set -- espeak-ng libopus-dev@opus libssl-dev@ssl pkg-config
 missing=()
 for spec in "$@"; do
   case "$spec" in

@@ -78,7 +78,7 @@ where
 /// A refused call: HTTP 503 before the websocket upgrade, so a load balancer
 /// can retry it on another server (HAProxy `retry-on 503`) and no half-open
 /// call exists. The body is the protocol's `error` event naming the reason.
-fn refusal_response(state: &AppState, refusal: Refusal) -> Response {
+pub(crate) fn refusal_response(state: &AppState, refusal: Refusal) -> Response {
     state
         .metrics
         .refused_total

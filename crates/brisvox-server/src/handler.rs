@@ -60,6 +60,9 @@ pub enum CallTransport {
         /// The stream's sample rate, in Hz.
         sample_rate_hz: u32,
     },
+    /// WebRTC (`/webrtc/offer`): Opus at 48 kHz both ways, the `/call`
+    /// protocol's controls and events on a data channel.
+    WebRtc,
 }
 
 impl CallTransport {
@@ -67,6 +70,7 @@ impl CallTransport {
     pub fn name(&self) -> &'static str {
         match self {
             CallTransport::BrisvoxWs { .. } => "brisvox_ws",
+            CallTransport::WebRtc => "webrtc",
             CallTransport::Carrier { carrier, .. } => carrier.as_str(),
         }
     }

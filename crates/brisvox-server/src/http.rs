@@ -2,7 +2,8 @@
 //!
 //! Routes: `/healthz` (the process is up), `/readyz` (it takes calls: 200, or
 //! 503 while draining, full or under pool pressure), `/metrics` (Prometheus
-//! text), `/call` (brisvox protocol, `ws_call`), the carriers' media streams
+//! text), `/call` (brisvox protocol, `ws_call`), `/webrtc/offer` (WebRTC
+//! signalling, the call then over UDP: `webrtc_call`), the carriers' media streams
 //! `/twilio`, `/telnyx`, `/plivo`, `/vonage`, `/exotel` (`ws_carrier`) and
 //! their answer webhooks `/twilio/voice`, `/telnyx/texml`, `/plivo/answer`
 //! and `/vonage/answer`
@@ -31,6 +32,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/call", get(call_route))
+        .route("/webrtc/offer", post(crate::webrtc_call::offer_route))
         .route("/twilio", carrier_route(Carrier::Twilio))
         .route(
             "/twilio/voice",

@@ -70,6 +70,7 @@ mod call_log;
 mod call_recording;
 mod clock;
 mod route;
+mod webrtc_call;
 mod wire_events;
 mod ws_call;
 mod ws_carrier;

@@ -15,6 +15,9 @@
 //!   the form bodies they send.
 //! - [`framer`]: [`framer::FrameAssembler`], binary audio of any size in, whole
 //!   20 ms frames out, bounded.
+//! - `webrtc` (feature `webrtc`, on in the server): `webrtc::WebRtcPeer`, one
+//!   call's WebRTC peer connection on str0m: Opus audio both ways, the
+//!   `/call` protocol's controls and events on a data channel.
 //!
 //! Nothing here owns a socket, a task or a clock. The websocket server (in
 //! `brisvox-server`) reads a message, hands it to a decoder (`decode`), acts on
@@ -33,6 +36,8 @@ pub mod telnyx;
 pub mod telnyx_answer;
 pub mod twilio;
 pub mod vonage;
+#[cfg(feature = "webrtc")]
+pub mod webrtc;
 
 mod fields;
 

@@ -36,8 +36,8 @@ pub use runtime::{
     RuntimeSettings, pool_queue_capacity,
 };
 pub use server::{
-    AuthSettings, DEFAULT_DRAIN_ADMIT_S, MAX_DRAIN_GRACE_S, RouteAuth, ServerSettings,
-    TokenPlacement,
+    AuthSettings, DEFAULT_DRAIN_ADMIT_S, DEFAULT_WEBRTC_UDP_PORTS, MAX_DRAIN_GRACE_S, RouteAuth,
+    ServerSettings, TokenPlacement, WebRtcSettings,
 };
 pub use telephony::{
     ExotelSettings, PlivoSettings, TelephonySettings, TelnyxSettings, TwilioSettings,

@@ -58,6 +58,57 @@ pub struct AuthSettings {
     pub metrics: Option<RouteAuth>,
 }
 
+/// Default of `[server.webrtc] udp_ports`: a thousand calls' worth.
+pub const DEFAULT_WEBRTC_UDP_PORTS: [u16; 2] = [50_000, 50_999];
+
+/// `[server.webrtc]`: the UDP side of `/webrtc/offer` (docs/WEBRTC.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebRtcSettings {
+    /// The UDP ports calls take, one per call: `[first, last]`.
+    pub udp_ports: [u16; 2],
+    /// The address the calls' UDP sockets bind to.
+    pub udp_ip: std::net::IpAddr,
+    /// The address clients are told to send to (the host's public address
+    /// behind a 1:1 NAT). Unset: `udp_ip` when it is not `0.0.0.0`/`::`,
+    /// else the address the client reached the HTTP server by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_ip: Option<std::net::IpAddr>,
+}
+
+impl Default for WebRtcSettings {
+    fn default() -> Self {
+        Self {
+            udp_ports: DEFAULT_WEBRTC_UDP_PORTS,
+            udp_ip: std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            public_ip: None,
+        }
+    }
+}
+
+impl WebRtcSettings {
+    fn check(&self) -> Result<(), AgentError> {
+        let [first, last] = self.udp_ports;
+        if first < 1024 || first > last {
+            return Err(AgentError::invalid(
+                "server.webrtc.udp_ports",
+                format!("[{first}, {last}]"),
+                "[first, last] with 1024 <= first <= last <= 65535",
+            ));
+        }
+        if let Some(ip) = self.public_ip
+            && ip.is_unspecified()
+        {
+            return Err(AgentError::invalid(
+                "server.webrtc.public_ip",
+                ip,
+                "an address clients can send to (not 0.0.0.0 or ::)",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Default of `[server] drain_admit_s`, in seconds.
 pub const DEFAULT_DRAIN_ADMIT_S: u32 = 5;
 
@@ -92,6 +143,8 @@ pub struct ServerSettings {
     pub max_connections: Option<usize>,
     /// Tokens per route.
     pub auth: AuthSettings,
+    /// WebRTC's UDP ports and addresses.
+    pub webrtc: WebRtcSettings,
     /// Serve open call routes with paid providers on a non-loopback address
     /// (refused by default: [`super::exposure`]). For a server behind
     /// something that authenticates callers itself.
@@ -108,6 +161,7 @@ impl Default for ServerSettings {
             header_read_timeout_ms: crate::listener::DEFAULT_HEADER_READ_TIMEOUT_MS,
             max_connections: None,
             auth: AuthSettings::default(),
+            webrtc: WebRtcSettings::default(),
             allow_unauthenticated_calls: false,
         }
     }
@@ -148,6 +202,7 @@ impl ServerSettings {
                 "a whole number from 16 to 1000000",
             ));
         }
+        self.webrtc.check()?;
         let routes = [
             (&mut self.auth.call, "server.auth.call.token"),
             (&mut self.auth.twilio, "server.auth.twilio.token"),

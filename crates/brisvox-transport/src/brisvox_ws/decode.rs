@@ -157,6 +157,10 @@ pub enum DecodeError {
     /// A message after the client's `end`.
     #[error("message after the end of the call")]
     AfterEnd,
+    /// Binary data where only controls travel (WebRTC's data channel: the
+    /// audio has its own track).
+    #[error("binary data is not accepted here: audio travels on the media track")]
+    AudioNotAccepted,
 }
 
 /// Websocket close codes (RFC 6455, section 7.4.1) used for fatal errors.
@@ -190,6 +194,7 @@ impl DecodeError {
             Self::TextWhereAudioBelongs { .. } => "text_where_audio_belongs",
             Self::AudioBacklog { .. } => "audio_backlog",
             Self::AfterEnd => "after_end",
+            Self::AudioNotAccepted => "audio_not_accepted",
         }
     }
 
@@ -243,6 +248,9 @@ impl From<FramerError> for DecodeError {
 #[derive(Debug)]
 enum State {
     AwaitingStart,
+    /// Controls only: the call started in the transport's signalling and
+    /// its audio travels elsewhere (WebRTC's data channel).
+    Controls,
     Started {
         info: StartInfo,
         frames: FrameAssembler,
@@ -270,6 +278,17 @@ impl ClientMessageDecoder {
         Self {
             limits,
             state: State::AwaitingStart,
+        }
+    }
+
+    /// A decoder of the controls alone (`say`, `dtmf`, `end`), for a
+    /// transport whose call started in its own signalling and whose audio
+    /// has its own track: WebRTC's data channel. `start` is refused
+    /// (`second_start`), and so is binary audio (`audio_not_accepted`).
+    pub fn controls_only(limits: DecoderLimits) -> Self {
+        Self {
+            limits,
+            state: State::Controls,
         }
     }
 
@@ -311,6 +330,7 @@ impl ClientMessageDecoder {
         }
         match &mut self.state {
             State::AwaitingStart => Err(DecodeError::AudioBeforeStart),
+            State::Controls => Err(DecodeError::AudioNotAccepted),
             State::Ended => Err(DecodeError::AfterEnd),
             State::Started { frames, .. } => {
                 frames.push(bytes)?;
@@ -383,7 +403,7 @@ impl ClientMessageDecoder {
     }
 
     fn on_say(&mut self, obj: &Object) -> Result<ClientEvent, DecodeError> {
-        if !matches!(self.state, State::Started { .. }) {
+        if !matches!(self.state, State::Started { .. } | State::Controls) {
             return Err(DecodeError::ControlBeforeStart { kind: "say" });
         }
         let err = |e| DecodeError::field("say", e);
@@ -396,7 +416,7 @@ impl ClientMessageDecoder {
     }
 
     fn on_dtmf(&mut self, obj: &Object) -> Result<ClientEvent, DecodeError> {
-        if !matches!(self.state, State::Started { .. }) {
+        if !matches!(self.state, State::Started { .. } | State::Controls) {
             return Err(DecodeError::ControlBeforeStart { kind: "dtmf" });
         }
         let digit = fields::string(obj, "digit").map_err(|e| DecodeError::field("dtmf", e))?;

@@ -1,0 +1,509 @@
+//! The WebRTC route's adapter (`docs/WEBRTC.md`): `POST /webrtc/offer` with
+//! the client's SDP offer, the answer back, then the call over UDP.
+//!
+//! The codec is `brisvox_transport::webrtc::WebRtcPeer` (str0m, sans-IO).
+//! What is this route's own: the signalling request, one UDP socket per call
+//! from `[server.webrtc] udp_ports` (so a call's datagrams need no
+//! demultiplexing and a call's end frees its port), the loop that moves
+//! datagrams and timeouts between the socket and the peer (the reader), and
+//! the [`Wire`] that encodes each answer frame and writes events on the data
+//! channel. [`crate::route`] does the rest, as for `/call`.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use brisvox_core::{AudioFrame, Epoch};
+use brisvox_engine::{Control, DtmfDigit};
+use brisvox_transport::brisvox_ws::{MAX_CALL_ID_BYTES, ServerEvent};
+use brisvox_transport::webrtc::{OUTPUT_RATE_HZ, PeerEvent, PeerOutput, WebRtcPeer};
+use brisvox_transport::{ClientEvent, DecodeError};
+use serde::Deserialize;
+use tokio::net::UdpSocket;
+use tokio::sync::Notify;
+
+use crate::admission::CallPermit;
+use crate::agent::WebRtcSettings;
+use crate::gate::{authorized, refusal_response};
+use crate::handler::{CallStart, CallTransport};
+use crate::route::{Outcome, RouteIo, START_TIMEOUT, Wire, WriterCmd, drive_call, finish, now};
+use crate::state::AppState;
+
+/// How long a closing call keeps its socket to deliver its `end` event.
+const CLOSE_LINGER: Duration = Duration::from_millis(300);
+
+/// Largest signalling request body (an offer's SDP is a few KiB).
+const MAX_OFFER_BYTES: usize = 64 * 1024;
+
+/// Largest datagram read (Ethernet MTU with room).
+const MAX_DATAGRAM: usize = 2048;
+
+/// The signalling request's body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OfferRequest {
+    /// The client's SDP offer.
+    sdp: String,
+    /// The client's id for the call, as `/call`'s `start` has it.
+    call_id: String,
+    /// Free metadata, as `/call`'s `start` has it.
+    #[serde(default)]
+    metadata: serde_json::Map<String, serde_json::Value>,
+    /// `"offer"` when present (what `RTCSessionDescription` serialises to).
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+}
+
+fn bad_request(code: &str, message: impl Into<String>) -> Response {
+    let body = ServerEvent::Error {
+        code: code.to_owned(),
+        message: message.into(),
+    }
+    .to_json();
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
+}
+
+/// `POST /webrtc/offer`: same token as `/call`; admission as for `/call`.
+pub(crate) async fn offer_route(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> Response {
+    if !authorized(state.agent.server.auth.call.as_ref(), &headers, &query) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    let request = match parse_request(&body, MAX_OFFER_BYTES) {
+        Ok(r) => r,
+        Err(response) => return *response,
+    };
+    let settings = &state.agent.server.webrtc;
+    let Some(ip) = candidate_ip(settings, &headers) else {
+        let msg = "no address to offer: set [server.webrtc] public_ip";
+        return bad_request("no_candidate_address", msg);
+    };
+    let permit = match state.admission.try_admit() {
+        Ok(permit) => permit,
+        Err(refusal) => return refusal_response(&state, refusal),
+    };
+    let socket = match bind_in_range(settings).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "no UDP port for a WebRTC call");
+            let msg = format!("no free UDP port in [server.webrtc] udp_ports: {e}");
+            return (StatusCode::SERVICE_UNAVAILABLE, msg).into_response();
+        }
+    };
+    let Ok(local) = socket.local_addr() else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let candidate = SocketAddr::new(ip, local.port());
+    let limits = state.limits;
+    let sdp = request.sdp.clone();
+    // The DTLS certificate is generated here: off the async workers.
+    let accepted =
+        tokio::task::spawn_blocking(move || WebRtcPeer::accept(&sdp, &[candidate], limits, now()))
+            .await;
+    let (peer, answer) = match accepted {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(e)) => return bad_request("bad_offer", e.to_string()),
+        Err(e) => return bad_request("bad_offer", e.to_string()),
+    };
+    let call_id = request.call_id.clone();
+    state.metrics.active_calls.inc();
+    let shared = Arc::new(Shared {
+        peer: Mutex::new(Locked {
+            peer,
+            events: Vec::new(),
+        }),
+        socket,
+        candidate,
+        wake: Notify::new(),
+    });
+    tokio::spawn(run(state, permit, shared, request));
+    let body = serde_json::json!({ "type": "answer", "sdp": answer, "call_id": call_id });
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn parse_request(body: &[u8], limit: usize) -> Result<OfferRequest, Box<Response>> {
+    if body.len() > limit {
+        let msg = format!("offer of {} bytes exceeds {limit}", body.len());
+        return Err(Box::new(bad_request("message_too_large", msg)));
+    }
+    let request: OfferRequest = serde_json::from_slice(body)
+        .map_err(|e| Box::new(bad_request("malformed_json", e.to_string())))?;
+    if request.kind.as_deref().is_some_and(|k| k != "offer") {
+        let msg = "type must be \"offer\"";
+        return Err(Box::new(bad_request("invalid_field", msg)));
+    }
+    if request.call_id.is_empty() || request.call_id.len() > MAX_CALL_ID_BYTES {
+        let msg = "call_id must be a non-empty string of at most 256 bytes";
+        return Err(Box::new(bad_request("invalid_field", msg)));
+    }
+    Ok(request)
+}
+
+/// The address the client is told to send to: `public_ip`, else the UDP
+/// bind address when it is a real one, else the IP the client reached this
+/// server by (the `Host` header's, `localhost` as loopback).
+fn candidate_ip(settings: &WebRtcSettings, headers: &HeaderMap) -> Option<IpAddr> {
+    if let Some(ip) = settings.public_ip {
+        return Some(ip);
+    }
+    if !settings.udp_ip.is_unspecified() {
+        return Some(settings.udp_ip);
+    }
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    host_ip(host)
+}
+
+fn host_ip(host: &str) -> Option<IpAddr> {
+    let name = match host.rsplit_once(':') {
+        // `[::1]:8080`, `127.0.0.1:8080`
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !name.ends_with(':') => {
+            name
+        }
+        _ => host,
+    };
+    let name = name.trim_start_matches('[').trim_end_matches(']');
+    if name.eq_ignore_ascii_case("localhost") {
+        return Some(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    name.parse().ok()
+}
+
+/// Binds a UDP socket on the first free port of the range, starting at a
+/// rotating offset so that consecutive calls do not probe the same ports.
+async fn bind_in_range(settings: &WebRtcSettings) -> std::io::Result<UdpSocket> {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let [lo, hi] = settings.udp_ports;
+    let span = u32::from(hi - lo) + 1;
+    let start = NEXT.fetch_add(1, Ordering::Relaxed) % span;
+    let mut last = None;
+    for i in 0..span {
+        let port = lo + ((start + i) % span) as u16;
+        match UdpSocket::bind((settings.udp_ip, port)).await {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("empty port range")))
+}
+
+/// The peer and the events its outputs produced, whoever polled them (the
+/// reader or the wire), until the reader takes them.
+struct Locked {
+    peer: WebRtcPeer,
+    events: Vec<PeerEvent>,
+}
+
+/// The peer and its socket, shared by the reader and the wire.
+struct Shared {
+    peer: Mutex<Locked>,
+    socket: UdpSocket,
+    /// The address the client sends to (the peer's candidate).
+    candidate: SocketAddr,
+    /// The wire changed the peer's next timeout: the reader recomputes it.
+    wake: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Locked> {
+        // A panic while holding the lock leaves the peer as it was: go on.
+        self.peer.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends what the peer has to send, keeps its events; returns its next
+    /// timeout (`None`: the peer failed).
+    fn drain(&self, locked: &mut Locked) -> Option<Instant> {
+        loop {
+            match locked.peer.poll_output() {
+                Ok(PeerOutput::Transmit {
+                    destination,
+                    contents,
+                    ..
+                }) => {
+                    // UDP: a full send buffer loses the datagram, as the network may.
+                    let _ = self.socket.try_send_to(&contents, destination);
+                }
+                Ok(PeerOutput::Event(ev)) => locked.events.push(ev),
+                Ok(PeerOutput::Timeout(at)) => return Some(at),
+                Err(e) => {
+                    tracing::info!(error = %e, "WebRTC peer failed");
+                    locked.events.push(PeerEvent::Disconnected);
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Runs one WebRTC call: waits for the connection, then drives the call.
+async fn run(state: Arc<AppState>, permit: CallPermit, shared: Arc<Shared>, request: OfferRequest) {
+    let call_id = request.call_id.clone();
+    let connected = tokio::time::timeout(START_TIMEOUT, connect(&shared)).await;
+    if !matches!(connected, Ok(true)) {
+        tracing::info!(call_id = %call_id, "WebRTC call never connected");
+        shared.lock().peer.close();
+        let outcome = match connected {
+            Ok(_) => Outcome::Disconnected,
+            Err(_) => Outcome::StartTimeout,
+        };
+        return finish(&state, outcome, permit);
+    }
+    tracing::info!(call_id = %call_id, "WebRTC call connected");
+    let start = CallStart {
+        call_id: request.call_id,
+        transport: CallTransport::WebRtc,
+        metadata: request.metadata,
+        agent: state.agent.clone(),
+        output_sample_rate_hz: OUTPUT_RATE_HZ,
+    };
+    let wire = PeerWire {
+        shared: shared.clone(),
+    };
+    drive_call(&state, start, permit, wire, |io| read_loop(shared, io)).await;
+}
+
+/// Moves datagrams and timeouts until ICE and DTLS are up (`true`) or the
+/// peer gives up (`false`).
+async fn connect(shared: &Shared) -> bool {
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut events = Vec::new();
+    loop {
+        let timeout = {
+            let mut locked = shared.lock();
+            let timeout = shared.drain(&mut locked);
+            events.append(&mut locked.events);
+            timeout
+        };
+        for ev in events.drain(..) {
+            match ev {
+                PeerEvent::Connected => return true,
+                PeerEvent::Disconnected => return false,
+                _ => {}
+            }
+        }
+        let Some(timeout) = timeout else { return false };
+        if !step(shared, &mut buf, timeout).await {
+            return false;
+        }
+    }
+}
+
+/// Waits for one datagram or the timeout and hands it to the peer; false
+/// when the socket failed.
+async fn step(shared: &Shared, buf: &mut [u8], timeout: Instant) -> bool {
+    let deadline = tokio::time::Instant::from_std(timeout);
+    tokio::select! {
+        r = shared.socket.recv_from(buf) => match r {
+            Ok((n, source)) => {
+                let at = now();
+                let mut locked = shared.lock();
+                if let Err(e) = locked.peer.handle_receive(at, source, shared.candidate, &buf[..n]) {
+                    tracing::debug!(error = %e, "WebRTC datagram refused");
+                }
+                true
+            }
+            Err(e) => {
+                tracing::info!(error = %e, "WebRTC socket failed");
+                false
+            }
+        },
+        () = tokio::time::sleep_until(deadline) => {
+            let _ = shared.lock().peer.handle_timeout(now());
+            true
+        }
+        () = shared.wake.notified() => true,
+    }
+}
+
+/// The reader: datagrams in, the caller's frames and controls to the engine.
+async fn read_loop(shared: Arc<Shared>, io: RouteIo) -> Outcome {
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let mut events = Vec::new();
+    loop {
+        let timeout = {
+            let at = now();
+            let mut locked = shared.lock();
+            let timeout = shared.drain(&mut locked);
+            while let Some(frame) = locked.peer.pop_frame() {
+                io.push_frame(frame, at);
+            }
+            events.append(&mut locked.events);
+            timeout
+        };
+        for ev in events.drain(..) {
+            if let Some(outcome) = on_event(ev, &io).await {
+                return outcome;
+            }
+        }
+        let Some(timeout) = timeout else {
+            return Outcome::Disconnected;
+        };
+        if !step(&shared, &mut buf, timeout).await {
+            return Outcome::Disconnected;
+        }
+    }
+}
+
+/// Acts on one peer event; `Some` ends the call.
+async fn on_event(ev: PeerEvent, io: &RouteIo) -> Option<Outcome> {
+    let at = now();
+    match ev {
+        PeerEvent::Control(ClientEvent::Say { text, interrupt }) => {
+            io.push_control(Control::Say { text, interrupt }, at).await;
+        }
+        PeerEvent::Control(ClientEvent::Dtmf { digit }) => {
+            if let Ok(digit) = DtmfDigit::new(digit) {
+                io.push_control(Control::Dtmf { digit }, at).await;
+            }
+        }
+        PeerEvent::Control(ClientEvent::End { .. }) => return Some(Outcome::ClientEnd),
+        PeerEvent::ControlError(e) => return control_error(e, io).await,
+        PeerEvent::Disconnected => return Some(Outcome::Disconnected),
+        _ => {}
+    }
+    None
+}
+
+async fn control_error(e: DecodeError, io: &RouteIo) -> Option<Outcome> {
+    let ev = ServerEvent::Error {
+        code: e.code().to_owned(),
+        message: e.to_string(),
+    };
+    let _ = io.cmd_tx.send(WriterCmd::Event(ev)).await;
+    e.is_fatal().then(|| {
+        tracing::info!(error = %e, "call ended by bad input");
+        Outcome::ProtocolError {
+            close_code: e.close_code(),
+        }
+    })
+}
+
+/// The WebRTC wire: Opus on the audio track, JSON on the data channel.
+struct PeerWire {
+    shared: Arc<Shared>,
+}
+
+impl PeerWire {
+    /// Runs `f` on the peer, sends what it queued and wakes the reader (its
+    /// next timeout may be sooner now).
+    fn with_peer(&self, f: impl FnOnce(&mut WebRtcPeer)) {
+        {
+            let mut locked = self.shared.lock();
+            f(&mut locked.peer);
+            // Its events stay for the reader.
+            self.shared.drain(&mut locked);
+        }
+        self.shared.wake.notify_one();
+    }
+}
+
+impl Wire for PeerWire {
+    async fn audio(&mut self, _epoch: Epoch, frame: &AudioFrame) -> Result<(), axum::Error> {
+        let mut failed = None;
+        self.with_peer(|peer| {
+            if let Err(e) = peer.send_audio(frame.samples(), now()) {
+                failed = Some(e.to_string());
+            }
+        });
+        match failed {
+            Some(e) => Err(axum::Error::new(std::io::Error::other(e))),
+            None => Ok(()),
+        }
+    }
+
+    async fn clear(&mut self) -> Result<(), axum::Error> {
+        self.event(&ServerEvent::Clear).await
+    }
+
+    async fn event(&mut self, ev: &ServerEvent) -> Result<(), axum::Error> {
+        let json = ev.to_json();
+        self.with_peer(|peer| peer.send_event(&json));
+        Ok(())
+    }
+
+    async fn close(mut self, reason: Option<String>, _code: u16) {
+        if let Some(reason) = reason {
+            let _ = self.event(&ServerEvent::End { reason }).await;
+        }
+        linger(&self.shared).await;
+        let mut locked = self.shared.lock();
+        let peer = &mut locked.peer;
+        if peer.dropped_events() > 0 {
+            tracing::warn!(
+                dropped = peer.dropped_events(),
+                "events the data channel could not take"
+            );
+        }
+        tracing::info!(filled_frames = peer.filled_frames(), "WebRTC call closed");
+        peer.close();
+    }
+}
+
+/// Keeps the peer running a moment after the last event, so the data
+/// channel can deliver it (and resend it if a datagram was lost).
+async fn linger(shared: &Shared) {
+    let mut buf = vec![0u8; MAX_DATAGRAM];
+    let until = now() + CLOSE_LINGER;
+    while now() < until {
+        let timeout = {
+            let mut locked = shared.lock();
+            let timeout = shared.drain(&mut locked);
+            locked.events.clear();
+            timeout
+        };
+        let Some(timeout) = timeout else { return };
+        if !step(shared, &mut buf, timeout.min(until)).await {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_header_names_the_candidate_ip() {
+        let ip = |s: &str| host_ip(s).map(|ip| ip.to_string());
+        assert_eq!(ip("127.0.0.1:8080").as_deref(), Some("127.0.0.1"));
+        assert_eq!(ip("[::1]:8080").as_deref(), Some("::1"));
+        assert_eq!(ip("localhost:8080").as_deref(), Some("127.0.0.1"));
+        assert_eq!(ip("10.1.2.3").as_deref(), Some("10.1.2.3"));
+        assert_eq!(ip("example.invalid:8080"), None);
+    }
+
+    #[test]
+    fn a_bad_offer_request_is_a_400_naming_the_problem() {
+        for (body, code) in [
+            ("{", "malformed_json"),
+            (r#"{"sdp":"v=0","call_id":""}"#, "invalid_field"),
+            (
+                r#"{"sdp":"v=0","call_id":"a","type":"answer"}"#,
+                "invalid_field",
+            ),
+            (r#"{"sdp":"v=0"}"#, "malformed_json"),
+        ] {
+            let err = parse_request(body.as_bytes(), 1024).unwrap_err();
+            assert_eq!(err.status(), StatusCode::BAD_REQUEST, "{body} -> {code}");
+        }
+        assert!(parse_request(&[b' '; 2000], 1024).is_err());
+    }
+}
