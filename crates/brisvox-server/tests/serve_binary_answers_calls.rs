@@ -11,7 +11,7 @@ mod common;
 use std::time::Duration;
 
 use common::binary::{
-    Server, fixture, models_present, twilio_loud, twilio_media, twilio_start, twilio_stop,
+    fixture, models_present, twilio_loud, twilio_media, twilio_start, twilio_stop,
 };
 use common::{Seen, Ws};
 use futures_util::SinkExt as _;
@@ -20,19 +20,6 @@ use tokio_tungstenite::tungstenite::Message;
 
 /// The whole exchange must be over well within this.
 const CALL_LIMIT: Duration = Duration::from_secs(30);
-
-/// The server with an agent file of mock providers only (without one it is
-/// the local demo, whose providers depend on what this machine has).
-fn start_server() -> (Server, tempfile::NamedTempFile) {
-    let agent = tempfile::NamedTempFile::new().expect("temp file");
-    std::fs::write(
-        agent.path(),
-        "# mock STT, LLM and TTS; Silero VAD and Smart Turn\n",
-    )
-    .expect("agent file");
-    let path = agent.path().to_str().expect("utf-8 path").to_owned();
-    (common::binary::start_server(&["--agent", &path]), agent)
-}
 
 /// What the client saw of the call.
 #[derive(Default, Debug)]
@@ -86,7 +73,7 @@ async fn a_caller_over_call_gets_a_spoken_answer() {
     if !models_present(false) {
         return;
     }
-    let (server, _agent) = start_server();
+    let (server, _agent) = common::binary::start_mock_server();
     let mut ws = common::connect(server.addr, "/call").await;
     common::send_text(
         &mut ws,
@@ -135,7 +122,7 @@ async fn a_twilio_caller_gets_spoken_media_back() {
     if !models_present(false) {
         return;
     }
-    let (server, _agent) = start_server();
+    let (server, _agent) = common::binary::start_mock_server();
     let mut ws = common::connect(server.addr, "/twilio").await;
     let sid = "MZ00000000000000000000000000000001";
     for text in twilio_start(sid) {

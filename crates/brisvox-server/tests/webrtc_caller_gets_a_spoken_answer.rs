@@ -27,17 +27,6 @@ use tokio::net::UdpSocket;
 /// The whole exchange must be over well within this.
 const CALL_LIMIT: Duration = Duration::from_secs(30);
 
-fn start_server() -> (common::binary::Server, tempfile::NamedTempFile) {
-    let agent = tempfile::NamedTempFile::new().expect("temp file");
-    std::fs::write(
-        agent.path(),
-        "# mock STT, LLM and TTS; Silero VAD and Smart Turn\n",
-    )
-    .expect("agent file");
-    let path = agent.path().to_str().expect("utf-8 path").to_owned();
-    (common::binary::start_server(&["--agent", &path]), agent)
-}
-
 /// A WebRTC caller: one str0m peer on a loopback UDP socket.
 struct Caller {
     rtc: Rtc,
@@ -206,7 +195,7 @@ async fn a_webrtc_caller_gets_a_spoken_answer_and_events() {
     if !models_present(false) {
         return;
     }
-    let (server, _agent) = start_server();
+    let (server, _agent) = common::binary::start_mock_server();
     let (mut caller, pending, offer) = Caller::offer().await;
     let answer = signal(server.addr, &offer).await;
     let answer = SdpAnswer::from_sdp_string(&answer).expect("answer SDP");

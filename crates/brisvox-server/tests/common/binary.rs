@@ -53,6 +53,21 @@ pub fn start_server(args: &[&str]) -> Server {
     start_server_with(args, &[], None)
 }
 
+/// The server on an agent file of mock STT, LLM and TTS with Silero VAD and
+/// Smart Turn (without an agent file it is the local demo, whose providers
+/// depend on what this machine has); keep the file alive as long as the
+/// server.
+pub fn start_mock_server() -> (Server, tempfile::NamedTempFile) {
+    let agent = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(
+        agent.path(),
+        "# mock STT, LLM and TTS; Silero VAD and Smart Turn\n",
+    )
+    .expect("agent file");
+    let path = agent.path().to_str().expect("utf-8 path").to_owned();
+    (start_server(&["--agent", &path]), agent)
+}
+
 /// The JSON log lines a server wrote after it started listening.
 pub type Logs = std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>;
 
