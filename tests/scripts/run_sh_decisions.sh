@@ -12,7 +12,9 @@
 # 4. Debian without root and without espeak-ng: it names `sudo apt-get install
 #    -y espeak-ng`, runs no apt-get, and serves with mock tones;
 # 5. Fedora (dnf, no apt-get) and Arch (pacman): the package manager's own
-#    command and names, no apt-get command in the output.
+#    command and names, no apt-get command in the output;
+# 6. models missing, pip there but its download failing while the (slow)
+#    build runs beside it: the build is stopped, it says why and fails.
 #
 # Cases 1, 2 and 4 check the real models' checksums (models/, linked into a
 # scratch folder, read only): without the models they are skipped with a
@@ -36,11 +38,12 @@ expect_not_in() {
 }
 
 # The tools the scripts use, from this machine; everything else is a stand-in.
-tools=(bash env dirname basename mkdir mktemp sha256sum cut ls head ln rm mv cat grep sed tr chmod)
+tools=(bash env dirname basename mkdir mktemp sha256sum cut ls head ln rm mv cat grep sed tr chmod sleep)
 real_python="$(command -v python3)"
 
 # A PATH for one case: $1 names the folder; the rest are stand-ins to add:
-# cargo, python3-nopip, espeak-ng, apt-get, dnf, pacman, id-user.
+# cargo, cargo-slow, python3-nopip, python3-badpip, espeak-ng, apt-get, dnf,
+# pacman, id-user.
 sandbox() {
   local dir="$work/$1" t
   shift
@@ -57,6 +60,14 @@ echo "cargo \$*" >>"$dir/calls"
 printf '#!/bin/sh\necho "served \$*"\n' >"$dir/target/release/brisvox"
 chmod +x "$dir/target/release/brisvox"
 EOF
+        ;;
+      cargo-slow) # a build that takes a minute, unless stopped
+        printf '#!/bin/sh\necho "cargo $*" >>"%s/calls"\nsleep 60\necho "cargo finished" >>"%s/calls"\n' \
+          "$dir" "$dir" >"$dir/bin/cargo"
+        ;;
+      python3-badpip) # pip is there; its downloads fail (no registry), once the build has started
+        printf '#!/bin/sh\nif [ "$1" = -m ] && [ "$2" = pip ]; then [ "$3" = --version ] && exit 0; until grep -q cargo "%s/calls"; do sleep 0.1; done; echo "pip: no route to the registry" >&2; exit 1; fi\nexec %s "$@"\n' \
+          "$dir" "$real_python" >"$dir/bin/python3"
         ;;
       python3-nopip) # Debian's python3 without python3-pip
         printf '#!/bin/sh\n[ "$1" = -m ] && [ "$2" = pip ] && { echo "No module named pip" >&2; exit 1; }\nexec %s "$@"\n' \
@@ -149,6 +160,16 @@ expect_not_in "5: fedora: installs nothing" "$(cat "$work/fedora/calls")" "dnf"
 sandbox arch python3-nopip pacman id-user
 out="$(PATH="$work/arch/bin" "$repo/scripts/setup-system.sh" --hint python3-pip espeak-ng)"
 expect_in "5: arch names pacman and its name for pip" "$out" "sudo pacman -S --needed python-pip espeak-ng"
+
+# 6. The fetch fails while the build runs: the build is stopped.
+sandbox badpip cargo-slow python3-badpip espeak-ng apt-get id-user
+out="$(run_case badpip "$work/empty-models-6")"
+expect_in "6: fails" "$out" "exit=1"
+expect_in "6: says the fetch failed" "$out" "pip could not download"
+expect_in "6: says it stopped" "$out" "run.sh: stopped: fetching the models or building brisvox failed"
+expect_in "6: the build had started" "$(cat "$work/badpip/calls")" "cargo build --profile release"
+expect_not_in "6: the build was stopped, not waited for" "$(cat "$work/badpip/calls")" "cargo finished"
+expect_not_in "6: nothing served" "$out" "served"
 
 if [ "$failures" -gt 0 ]; then
   echo "run_sh_decisions: $failures check(s) failed" >&2
