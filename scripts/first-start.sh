@@ -98,7 +98,7 @@ if [ -n "$out" ]; then
   {
     echo "# First start: the README's quick start on a fresh clone"
     echo
-    echo "- command: \`scripts/first-start.sh --out $out\` (clone at $commit, then \`scripts/run.sh\` until ready)"
+    echo "- command: \`scripts/first-start.sh --ref $ref --out $out\` (clone at $commit, then \`scripts/run.sh\` until ready)"
     echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(uname -sr)"
     echo "- load average at start: $load_start; at the end: $load_end"
     profile="$(grep -m1 -o 'Finished `[^`]*` profile' "$log" | cut -d'`' -f2)"
