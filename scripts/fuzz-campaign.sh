@@ -10,7 +10,7 @@
 #   3. every crash and hang is copied to fuzz/crashes/<target>/ (committed):
 #      each becomes a regression test in the owning crate (fuzz/README.md);
 #   4. a row of figures (executions, time, corpus, crashes, hangs, coverage)
-#      goes to the results file.
+#      goes to the results file, rewritten after each target.
 #
 # Usage: scripts/fuzz-campaign.sh [--execs N] [--minutes M] [--core C]
 #                                 [--results FILE] [TARGET...]
@@ -85,6 +85,28 @@ PY
 
 stat_of() { sed -n "s/^$1 *: *//p" "$2" | head -1; }
 
+# The results file, rewritten after each target (a campaign cut short keeps
+# the figures of the targets it finished). $1: "ended" or "last written".
+write_results() {
+  {
+    echo "# Fuzz campaign: AFL++ over every parser of untrusted input"
+    echo
+    echo "Command: \`$cmdline\`"
+    echo
+    echo "- Machine: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(nproc) cores, $(uname -sr); shared with other work"
+    echo "- Load average: at the start of the last target done $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min), each target pinned to core $core"
+    echo "- Build: \`cargo afl build --release\` (opt-level 3, debug assertions and overflow checks on), $(rustc --version), cargo-afl $(cargo afl --version 2>/dev/null | awk '{print $2}'), AFL++ $(cargo afl fuzz -h 2>&1 | grep -o 'afl-fuzz++[0-9.a-z]*' | head -1 | sed 's/afl-fuzz++//')"
+    echo "- Started $started_utc, $1 $(date -u +%Y-%m-%dT%H:%M:%SZ) (${#rows[@]} of ${#targets[@]} targets done)"
+    echo "- Stops at $execs executions or $minutes minutes per target, whichever first"
+    echo
+    echo "| target | executions | time (s) | exec/s | queue | kept corpus (afl-cmin) | crashes | hangs | map coverage |"
+    echo "|---|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${rows[@]}"
+    echo
+    echo "Crashes and hangs are kept in \`fuzz/crashes/<target>/\` and each becomes a regression test in the owning crate (fuzz/README.md)."
+  } >"$results"
+}
+
 rows=()
 for t in "${targets[@]}"; do
   [ -d "$seeds_dir/$t" ] || { echo "fuzz-campaign: unknown target $t" >&2; exit 2; }
@@ -127,23 +149,8 @@ for t in "${targets[@]}"; do
   rows+=("| \`$t\` | $(stat_of execs_done "$stats") | $(stat_of run_time "$stats") | $(stat_of execs_per_sec "$stats") | $queue_n | $n | $(stat_of saved_crashes "$stats") | $(stat_of saved_hangs "$stats") | $(stat_of bitmap_cvg "$stats") |")
   echo "fuzz-campaign: $t: ${rows[-1]}"
   [ "$found" -eq 0 ] || echo "fuzz-campaign: $t: $found crash/hang inputs in fuzz/crashes/$t/"
+  write_results "last written"
 done
+write_results ended
 
-{
-  echo "# Fuzz campaign: AFL++ over every parser of untrusted input"
-  echo
-  echo "Command: \`$cmdline\`"
-  echo
-  echo "- Machine: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(nproc) cores, $(uname -sr); shared with other work"
-  echo "- Load average: at the start of the last target $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min), each target pinned to core $core"
-  echo "- Build: \`cargo afl build --release\` (opt-level 3, debug assertions and overflow checks on), $(rustc --version), cargo-afl $(cargo afl --version 2>/dev/null | awk '{print $2}'), AFL++ $(cargo afl fuzz -h 2>&1 | grep -o 'afl-fuzz++[0-9.a-z]*' | head -1 | sed 's/afl-fuzz++//')"
-  echo "- Started $started_utc, ended $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "- Stops at $execs executions or $minutes minutes per target, whichever first"
-  echo
-  echo "| target | executions | time (s) | exec/s | queue | kept corpus (afl-cmin) | crashes | hangs | map coverage |"
-  echo "|---|---|---|---|---|---|---|---|---|"
-  printf '%s\n' "${rows[@]}"
-  echo
-  echo "Crashes and hangs are kept in \`fuzz/crashes/<target>/\` and each becomes a regression test in the owning crate (fuzz/README.md)."
-} >"$results"
 echo "fuzz-campaign: results in $results"

@@ -74,6 +74,12 @@ pub const TARGETS: &[Target] = &[
         run: targets::transport::exotel,
     },
     Target {
+        name: "agent_link",
+        owner: "brisvox-agent-link",
+        what: "the agent link: an agent's commands, through the link's core",
+        run: targets::link::agent_link,
+    },
+    Target {
         name: "sse",
         owner: "brisvox-providers",
         what: "OpenAI-compatible chat completions: SSE lines and chunks",

@@ -12,6 +12,7 @@ use brisvox_transport::carrier::{Carrier, Outbound, WireFormat};
 use serde_json::{Map, Value, json};
 
 use crate::messages::{Message, encode, text};
+use crate::targets::link::Op;
 
 /// The seeds of the target named `name` (empty for an unknown name).
 pub fn seeds(name: &str) -> Vec<Vec<u8>> {
@@ -44,6 +45,7 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
                 format(AudioCodec::Pcm16, 24000),
             ],
         ),
+        "agent_link" => agent_link(),
         "sse" => sse(),
         "deepgram" => deepgram(),
         "cartesia" => texts(&CARTESIA),
@@ -113,6 +115,60 @@ fn carrier(carrier: Carrier, formats: &[WireFormat]) -> Vec<Vec<u8>> {
         })
         .collect()
 }
+
+/// The commands of docs/AGENT_PROTOCOL.md, one seed each, and three calls:
+/// every command in answer to its event (the first tool call is event 2), a
+/// link that drops with a tool call waiting and resumes, a link never opened.
+fn agent_link() -> Vec<Vec<u8>> {
+    let ops = |ops: &[Op]| ops.iter().map(|&op| op as u8).collect::<Vec<u8>>();
+    let open = ops(&[Op::Connected, Op::ToolCall]);
+    let event = ops(&[Op::Event]);
+    let end = ops(&[Op::Tick, Op::CallEnded]);
+    let resume = ops(&[Op::Disconnected, Op::Timeout, Op::Connected, Op::Event]);
+    let never = ops(&[
+        Op::ConnectFailed,
+        Op::Timeout,
+        Op::ConnectFailed,
+        Op::Timeout,
+    ]);
+    let given_up = ops(&[
+        Op::ConnectFailed,
+        Op::Timeout,
+        Op::ConnectFailed,
+        Op::ToolCall,
+    ]);
+    let mut seeds = texts(&AGENT_COMMANDS);
+    let mut answered = vec![Message::Binary(&open)];
+    answered.extend(AGENT_COMMANDS.iter().map(|c| text(c)));
+    answered.extend([Message::Binary(&event), Message::Binary(&end)]);
+    seeds.push(encode(answered));
+    seeds.push(encode([
+        Message::Binary(&open),
+        Message::Binary(&resume),
+        text(r#"{"type":"shout","re":2}"#),
+        text(r#"{"type":"tool.result","re":99,"result":null}"#),
+        Message::Binary(&end),
+    ]));
+    seeds.push(encode([
+        Message::Binary(&never),
+        Message::Binary(&given_up),
+        text(AGENT_COMMANDS[0]),
+    ]));
+    seeds
+}
+
+/// docs/AGENT_PROTOCOL.md's command examples, the tool results naming event
+/// 2 (the seeds' first tool call).
+const AGENT_COMMANDS: [&str; 8] = [
+    r#"{"type": "tool.result", "re": 2, "result": {"status": "shipped", "carrier": "UPS"}}"#,
+    r#"{"type": "tool.result", "re": 2, "error": "no order with id 42"}"#,
+    r#"{"type": "say", "re": 4, "text": "One moment, I am looking that up.", "interrupt": false}"#,
+    r#"{"type": "context.update", "re": 1, "system_prompt": "You are the front desk of a small hotel.", "messages": {"mode": "append", "items": [{"role": "system", "content": "The caller is a returning guest."}]}}"#,
+    r#"{"type": "tools.set", "tools": [{"name": "order_status", "description": "Status of an order by id.", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}}]}"#,
+    r#"{"type": "respond", "re": 4}"#,
+    r#"{"type": "call.transfer", "re": 4, "to": "sales", "say": "Let me put you through to sales."}"#,
+    r#"{"type": "call.end", "re": 4, "say": "Thank you for calling. Goodbye!", "reason": "done"}"#,
+];
 
 fn sse() -> Vec<Vec<u8>> {
     let delta = |d: Value| {
