@@ -43,6 +43,10 @@ const MAX_OFFER_BYTES: usize = 64 * 1024;
 /// Largest datagram read (Ethernet MTU with room).
 const MAX_DATAGRAM: usize = 2048;
 
+/// A refusal of the signalling request, as its HTTP response (boxed: a
+/// response is large).
+type Refused = Box<Response>;
+
 /// The signalling request's body.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -59,18 +63,33 @@ struct OfferRequest {
     kind: Option<String>,
 }
 
-fn bad_request(code: &str, message: impl Into<String>) -> Response {
+/// An HTTP refusal whose body is an `error` event naming it.
+fn refusal(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     let body = ServerEvent::Error {
         code: code.to_owned(),
         message: message.into(),
     }
     .to_json();
-    (
-        StatusCode::BAD_REQUEST,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response()
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn bad_request(code: &str, message: impl Into<String>) -> Response {
+    refusal(StatusCode::BAD_REQUEST, code, message)
+}
+
+/// True when the request says its body is JSON (`application/json`, any
+/// parameters). Anything else is refused: a body a browser may send
+/// cross-site without a CORS preflight (`text/plain`, a form) never starts a
+/// call.
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return false;
+    };
+    let Ok(value) = value.to_str() else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("application/json")
 }
 
 /// `POST /webrtc/offer`: same token as `/call`; admission as for `/call`.
@@ -80,47 +99,46 @@ pub(crate) async fn offer_route(
     Query(query): Query<HashMap<String, String>>,
     body: Bytes,
 ) -> Response {
-    if !authorized(state.agent.server.auth.call.as_ref(), &headers, &query) {
-        return StatusCode::UNAUTHORIZED.into_response();
+    match answer_offer(state, &headers, &query, &body).await {
+        Ok(answer) => answer,
+        Err(refused) => *refused,
     }
-    let request = match parse_request(&body, MAX_OFFER_BYTES) {
-        Ok(r) => r,
-        Err(response) => return *response,
-    };
+}
+
+/// Checks the request, admits the call, binds its socket and answers; the
+/// call then runs on its own task. `Err` is the refusal.
+async fn answer_offer(
+    state: Arc<AppState>,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    body: &[u8],
+) -> Result<Response, Refused> {
+    let request = read_request(&state, headers, query, body)?;
     let settings = &state.agent.server.webrtc;
-    let Some(ip) = candidate_ip(settings, &headers) else {
+    let Some(ip) = candidate_ip(settings, headers) else {
         let msg = "no address to offer: set [server.webrtc] public_ip";
-        return bad_request("no_candidate_address", msg);
+        return Err(Box::new(bad_request("no_candidate_address", msg)));
     };
-    let permit = match state.admission.try_admit() {
-        Ok(permit) => permit,
-        Err(refusal) => return refusal_response(&state, refusal),
-    };
-    let socket = match bind_in_range(settings).await {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::warn!(error = %e, "no UDP port for a WebRTC call");
-            let msg = format!("no free UDP port in [server.webrtc] udp_ports: {e}");
-            return (StatusCode::SERVICE_UNAVAILABLE, msg).into_response();
-        }
-    };
-    let Ok(local) = socket.local_addr() else {
-        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    };
+    let permit = state
+        .admission
+        .try_admit()
+        .map_err(|refused| Box::new(refusal_response(&state, refused)))?;
+    let socket = bind_in_range(settings).await.map_err(|e| {
+        tracing::warn!(error = %e, "no UDP port for a WebRTC call");
+        let msg = format!("no free UDP port in [server.webrtc] udp_ports: {e}");
+        Box::new(refusal(StatusCode::SERVICE_UNAVAILABLE, "no_udp_port", msg))
+    })?;
+    let local = socket
+        .local_addr()
+        .map_err(|_| Box::new(StatusCode::INTERNAL_SERVER_ERROR.into_response()))?;
     let candidate = SocketAddr::new(ip, local.port());
-    let limits = state.limits;
-    let sdp = request.sdp.clone();
-    // The DTLS certificate is generated here: off the async workers.
-    let accepted =
-        tokio::task::spawn_blocking(move || WebRtcPeer::accept(&sdp, &[candidate], limits, now()))
-            .await;
-    let (peer, answer) = match accepted {
-        Ok(Ok(pair)) => pair,
-        Ok(Err(e)) => return bad_request("bad_offer", e.to_string()),
-        Err(e) => return bad_request("bad_offer", e.to_string()),
-    };
-    let call_id = request.call_id.clone();
+    let (peer, answer) = accept(&state, &request.sdp, candidate).await?;
     state.metrics.active_calls.inc();
+    let body = serde_json::json!({
+        "type": "answer",
+        "sdp": answer,
+        "call_id": request.call_id,
+    });
     let shared = Arc::new(Shared {
         peer: Mutex::new(Locked {
             peer,
@@ -131,15 +149,51 @@ pub(crate) async fn offer_route(
         wake: Notify::new(),
     });
     tokio::spawn(run(state, permit, shared, request));
-    let body = serde_json::json!({ "type": "answer", "sdp": answer, "call_id": call_id });
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+    let json = [(header::CONTENT_TYPE, "application/json")];
+    Ok((json, body.to_string()).into_response())
 }
 
-fn parse_request(body: &[u8], limit: usize) -> Result<OfferRequest, Box<Response>> {
+/// The token, the content type and the body, in that order.
+fn read_request(
+    state: &AppState,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    body: &[u8],
+) -> Result<OfferRequest, Refused> {
+    if !authorized(state.agent.server.auth.call.as_ref(), headers, query) {
+        return Err(Box::new(StatusCode::UNAUTHORIZED.into_response()));
+    }
+    if !is_json(headers) {
+        let msg = "the offer must be sent as Content-Type: application/json";
+        let status = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+        return Err(Box::new(refusal(status, "unsupported_media_type", msg)));
+    }
+    parse_request(body, MAX_OFFER_BYTES)
+}
+
+/// Sets up the peer for `sdp`, offering `candidate`; the DTLS certificate is
+/// generated here, off the async workers.
+async fn accept(
+    state: &AppState,
+    sdp: &str,
+    candidate: SocketAddr,
+) -> Result<(WebRtcPeer, String), Refused> {
+    let limits = state.limits;
+    let sdp = sdp.to_owned();
+    let accepted =
+        tokio::task::spawn_blocking(move || WebRtcPeer::accept(&sdp, &[candidate], limits, now()))
+            .await;
+    match accepted {
+        Ok(Ok(pair)) => Ok(pair),
+        Ok(Err(e)) => Err(Box::new(bad_request("bad_offer", e.to_string()))),
+        Err(e) => {
+            tracing::error!(error = %e, "the WebRTC answer task failed");
+            Err(Box::new(StatusCode::INTERNAL_SERVER_ERROR.into_response()))
+        }
+    }
+}
+
+fn parse_request(body: &[u8], limit: usize) -> Result<OfferRequest, Refused> {
     if body.len() > limit {
         let msg = format!("offer of {} bytes exceeds {limit}", body.len());
         return Err(Box::new(bad_request("message_too_large", msg)));
@@ -256,14 +310,9 @@ impl Shared {
 /// Runs one WebRTC call: waits for the connection, then drives the call.
 async fn run(state: Arc<AppState>, permit: CallPermit, shared: Arc<Shared>, request: OfferRequest) {
     let call_id = request.call_id.clone();
-    let connected = tokio::time::timeout(START_TIMEOUT, connect(&shared)).await;
-    if !matches!(connected, Ok(true)) {
-        tracing::info!(call_id = %call_id, "WebRTC call never connected");
+    if let Err(outcome) = wait_connected(&state, &shared).await {
+        tracing::info!(call_id = %call_id, outcome = outcome.label(), "WebRTC call never connected");
         shared.lock().peer.close();
-        let outcome = match connected {
-            Ok(_) => Outcome::Disconnected,
-            Err(_) => Outcome::StartTimeout,
-        };
         return finish(&state, outcome, permit);
     }
     tracing::info!(call_id = %call_id, "WebRTC call connected");
@@ -278,6 +327,20 @@ async fn run(state: Arc<AppState>, permit: CallPermit, shared: Arc<Shared>, requ
         shared: shared.clone(),
     };
     drive_call(&state, start, permit, wire, |io| read_loop(shared, io)).await;
+}
+
+/// Waits for the client to connect: `Err` with the outcome when it does not
+/// within [`START_TIMEOUT`], its peer gives up, or a drain ends the calls.
+async fn wait_connected(state: &AppState, shared: &Shared) -> Result<(), Outcome> {
+    let mut end_calls = state.end_calls.clone();
+    tokio::select! {
+        connected = tokio::time::timeout(START_TIMEOUT, connect(shared)) => match connected {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Outcome::Disconnected),
+            Err(_) => Err(Outcome::StartTimeout),
+        },
+        _ = end_calls.wait_for(|end| *end) => Err(Outcome::Drained),
+    }
 }
 
 /// Moves datagrams and timeouts until ICE and DTLS are up (`true`) or the
