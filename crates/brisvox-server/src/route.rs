@@ -157,13 +157,19 @@ pub(crate) trait Wire: Send + 'static {
     fn close(self, reason: Option<String>, code: u16) -> impl Future<Output = ()> + Send;
 }
 
-/// Sends a close frame; errors mean the socket is already gone.
+/// Sends a close frame. When the peer closed first, the websocket refuses a
+/// second close but holds the reply to the peer's close (queued when the
+/// reader read it): closing the sink flushes that reply, so the closing
+/// handshake completes (RFC 6455, 5.5.1) instead of the connection just
+/// dropping. Other errors mean the socket is already gone.
 pub(crate) async fn send_close(sink: &mut WsSink, code: u16, reason: &str) {
     let frame = CloseFrame {
         code,
         reason: reason.chars().take(120).collect::<String>().into(),
     };
-    let _ = sink.send(Message::Close(Some(frame))).await;
+    if sink.send(Message::Close(Some(frame))).await.is_err() {
+        let _ = sink.close().await;
+    }
 }
 
 /// The reader's ends while a call runs.
