@@ -18,6 +18,12 @@
 #       utterance, every call would have an unclean turn; bench/pipecat_baseline/README.md)
 #   FIXTURE_NO_MODELS [fixtures/en_two_utterances.wav]
 #   FLOOR_MS []      a fixed floor for both systems (default: each run's 1-call warm-up p50)
+#   ARRIVALS [aligned]  poisson: calls arrive as a Poisson process and each plays one of
+#       FIXTURES_POISSON_<MODE> from a random point of silence (brisvox-bench capacity
+#       --arrivals poisson, seed SEED [1]: the draws of a step are reproducible)
+#   FIXTURES_POISSON_MODELS [fixtures/librivox_0870.wav,fixtures/librivox_0890.wav,fixtures/en_pause_in_sentence.wav,fixtures/phone_vm_sorry_16k.wav]
+#       (utterances Smart Turn v3.2 scores complete: bench/pipecat_baseline/README.md)
+#   FIXTURES_POISSON_NO_MODELS [fixtures/en_two_utterances.wav,fixtures/en_long_question.wav,fixtures/librivox_0870.wav]
 #   SERVER_CORE [0] CLIENT_CORE [1] PORT [18931]
 #   LOAD_MAX [2.5]   wait up to 10 min for the 1-minute load average to fall below this
 #   MAX_CALLS [4096] brisvox's [limits] max_calls (see agent-<mode>.toml in the output)
@@ -38,7 +44,7 @@ while [ $# -gt 0 ]; do
     --runs) runs="$2"; shift 2 ;;
     --modes) modes="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -51,10 +57,15 @@ res_p="${RES_PIPECAT:-1}"
 max_run_s="${MAX_RUN_S:-300}"
 fx_models="${FIXTURE_MODELS:-fixtures/librivox_0870.wav}"
 fx_nomodels="${FIXTURE_NO_MODELS:-fixtures/en_two_utterances.wav}"
+arrivals="${ARRIVALS:-aligned}"
+seed="${SEED:-1}"
+fxs_models="${FIXTURES_POISSON_MODELS:-fixtures/librivox_0870.wav,fixtures/librivox_0890.wav,fixtures/en_pause_in_sentence.wav,fixtures/phone_vm_sorry_16k.wav}"
+fxs_nomodels="${FIXTURES_POISSON_NO_MODELS:-fixtures/en_two_utterances.wav,fixtures/en_long_question.wav,fixtures/librivox_0870.wav}"
+case "$arrivals" in aligned|poisson) ;; *) echo "ARRIVALS must be aligned or poisson" >&2; exit 2 ;; esac
 score="${SERVER_CORE:-0}"
 ccore="${CLIENT_CORE:-1}"
 port="${PORT:-18931}"
-command_line="bench/compare.sh --runs $runs --modes \"$modes\" (STEPS=$steps STEPS_BRISVOX_NO_MODELS=$steps_b_nomodels MAX_RUN_S_BRISVOX_NO_MODELS=$max_run_s_b_nomodels RES_BRISVOX=$res_b RES_PIPECAT=$res_p MAX_RUN_S=$max_run_s FIXTURE_MODELS=$fx_models FIXTURE_NO_MODELS=$fx_nomodels FLOOR_MS=${FLOOR_MS:-warm-up} MAX_CALLS=${MAX_CALLS:-4096})"
+command_line="bench/compare.sh --runs $runs --modes \"$modes\" (STEPS=$steps STEPS_BRISVOX_NO_MODELS=$steps_b_nomodels MAX_RUN_S_BRISVOX_NO_MODELS=$max_run_s_b_nomodels RES_BRISVOX=$res_b RES_PIPECAT=$res_p MAX_RUN_S=$max_run_s FIXTURE_MODELS=$fx_models FIXTURE_NO_MODELS=$fx_nomodels FLOOR_MS=${FLOOR_MS:-warm-up} MAX_CALLS=${MAX_CALLS:-4096} ARRIVALS=$arrivals$([ "$arrivals" = poisson ] && echo " SEED=$seed FIXTURES_POISSON_MODELS=$fxs_models FIXTURES_POISSON_NO_MODELS=$fxs_nomodels"))"
 
 case "$runs" in ''|*[!0-9]*) echo "--runs needs a number" >&2; exit 2 ;; esac
 [ "$runs" -ge 1 ] && [ "$runs" -le 10 ] || { echo "--runs must be 1..10" >&2; exit 2; }
@@ -152,11 +163,15 @@ run_one() { # system mode k
     stop_server; return 1
   fi
   local floor=(); [ -n "${FLOOR_MS:-}" ] && floor=(--floor-ms "$FLOOR_MS")
+  local arrive=()
+  if [ "$arrivals" = poisson ]; then
+    arrive=(--arrivals poisson --seed "$seed" --fixtures "$([ "$mode" = models ] && echo "$fxs_models" || echo "$fxs_nomodels")")
+  fi
   echo "compare: $name: load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M:%S)" >&2
   timeout --kill-after=10 "$((run_max_s + 300))" \
     taskset -c "$ccore" target/release/brisvox-bench capacity --url "ws://127.0.0.1:$port/call" \
     --server-pid "$server_pid" --fixture "$fixture" --steps "$run_steps" --resolution "$res" \
-    --max-run-s "$run_max_s" --client-workers 1 "${floor[@]}" "${metrics[@]}" --label "$label" \
+    --max-run-s "$run_max_s" --client-workers 1 "${floor[@]}" "${arrive[@]}" "${metrics[@]}" --label "$label" \
     --out "$out/$name" || echo "compare: $name: capacity exited with $?" >&2
   stop_server
   # keep the log short in the repository: the last lines only

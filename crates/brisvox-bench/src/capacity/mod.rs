@@ -14,8 +14,11 @@
 //! Prometheus counters are read before and after each step, and the step records
 //! what changed ([`metrics`]: model queue waits, refused and dropped work). Every
 //! step has a time limit, the whole run one too, and only loopback URLs are
-//! accepted.
+//! accepted. With `--arrivals poisson` the slots start as a Poisson process and
+//! each call plays one of `--fixtures` from a random point of silence
+//! ([`arrivals`]), so ends of turn are not synchronised.
 
+pub(crate) mod arrivals;
 pub(crate) mod metrics;
 pub(crate) mod probe;
 pub(crate) mod ramp;
@@ -30,6 +33,7 @@ use serde::Serialize;
 use crate::v2v::aggregate::Aggregate;
 use crate::v2v::client::{self, CallRecord, CallSettings, PreparedFixture};
 use crate::v2v::{self, header, parse_num};
+use arrivals::{Arrivals, Draws};
 use ramp::{Ramp, StepOutcome};
 
 /// Usage of `capacity`.
@@ -37,6 +41,12 @@ pub(crate) const USAGE: &str =
     "usage: brisvox-bench capacity --url ws://127.0.0.1:PORT/call [options]
   --url URL                  server websocket URL, loopback only (or BRISVOX_BENCH_URL)
   --fixture PATH             fixture WAV (default fixtures/en_two_utterances.wav)
+  --arrivals aligned|poisson aligned (default): slot i of N starts at spread * i / N and plays
+                             the fixture from its start; poisson: slots start as a Poisson
+                             process over the spread, each call plays one of --fixtures from
+                             a random point of silence
+  --fixtures LIST            comma-separated WAVs the poisson calls draw from (default: --fixture)
+  --seed N                   seed of the poisson draws (default 1)
   --steps LIST               ramp, comma-separated (default 1,2,4,8,16,32,64)
   --resolution N             bisect until pass and fail are N apart (default 1)
   --spread-ms MS             start the N calls of a step over MS (default 4000)
@@ -74,6 +84,10 @@ struct CapacityArgs {
     out: Option<PathBuf>,
     client_workers: usize,
     admitted_only: bool,
+    arrivals: Arrivals,
+    /// The fixtures poisson calls draw from (empty: `fixture`).
+    fixtures: Vec<PathBuf>,
+    seed: u64,
 }
 
 fn parse(args: &[String]) -> Result<CapacityArgs, String> {
@@ -97,6 +111,9 @@ fn parse(args: &[String]) -> Result<CapacityArgs, String> {
         out: None,
         client_workers: 2,
         admitted_only: false,
+        arrivals: Arrivals::Aligned,
+        fixtures: Vec::new(),
+        seed: 1,
     };
     let args: Vec<String> = args
         .iter()
@@ -136,6 +153,11 @@ fn parse(args: &[String]) -> Result<CapacityArgs, String> {
             "--label" => a.label = v.clone(),
             "--out" => a.out = Some(PathBuf::from(v)),
             "--client-workers" => a.client_workers = parse_num(flag, v)?,
+            "--arrivals" => {
+                a.arrivals = Arrivals::parse(v).map_err(|e| format!("{e}\n\n{USAGE}"))?
+            }
+            "--fixtures" => a.fixtures = v.split(',').map(|p| PathBuf::from(p.trim())).collect(),
+            "--seed" => a.seed = parse_num(flag, v)?,
             other => return Err(format!("unknown option {other}\n\n{USAGE}")),
         }
     }
@@ -143,6 +165,14 @@ fn parse(args: &[String]) -> Result<CapacityArgs, String> {
         return Err(format!(
             "--url must be a ws:// URL on a loopback address\n\n{USAGE}"
         ));
+    }
+    if !a.fixtures.is_empty() && a.arrivals == Arrivals::Aligned {
+        return Err(format!(
+            "--fixtures is for --arrivals poisson (aligned calls play --fixture)\n\n{USAGE}"
+        ));
+    }
+    if a.fixtures.is_empty() {
+        a.fixtures = vec![a.fixture.clone()];
     }
     Ok(a)
 }
@@ -261,31 +291,47 @@ fn step_limit(a: &CapacityArgs, fx: &PreparedFixture) -> Duration {
     Duration::from_millis(a.spread_ms + a.rounds as u64 * call_ms + 10_000)
 }
 
+/// The fixtures of a run and where their calls may start.
+struct StepFixtures {
+    /// `--fixtures` (or `--fixture`), prepared.
+    all: Vec<Arc<PreparedFixture>>,
+    /// Each one's quiet start frames ([`arrivals::quiet_starts`]).
+    starts: Vec<Vec<usize>>,
+}
+
 /// Runs one step of `n` calls at once.
 async fn run_step(
     a: &CapacityArgs,
-    fx: &Arc<PreparedFixture>,
+    fxs: &StepFixtures,
     n: usize,
     step_no: usize,
 ) -> (Vec<CallRecord>, bool) {
     let done = Arc::new(AtomicUsize::new(0));
     let failed = Arc::new(AtomicUsize::new(0));
+    let mut draws = Draws::new(a.seed, step_no as u64);
+    let plan = arrivals::plan(
+        a.arrivals,
+        n,
+        a.rounds,
+        a.spread_ms,
+        &fxs.starts,
+        &mut draws,
+    );
+    let cut = Arc::new(arrivals::cut_all(&fxs.all, &plan));
     let begin = tokio::time::Instant::now();
     let mut tasks = Vec::with_capacity(n);
-    for slot in 0..n {
-        let (fx, call, done, failed) = (fx.clone(), a.call.clone(), done.clone(), failed.clone());
-        let start_at = begin + Duration::from_millis(a.spread_ms * slot as u64 / n as u64);
-        let rounds = a.rounds;
-        let wait_after_refusal = a
-            .admitted_only
-            .then(|| Duration::from_secs_f64(fx.fixture.duration_ms() / 1000.0));
+    for (slot, slot_plan) in plan.into_iter().enumerate() {
+        let (cut, call, done, failed) = (cut.clone(), a.call.clone(), done.clone(), failed.clone());
+        let start_at = begin + Duration::from_millis(slot_plan.start_ms);
+        let admitted_only = a.admitted_only;
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep_until(start_at).await;
-            let mut out = Vec::with_capacity(rounds);
-            for round in 0..rounds {
-                let r =
-                    client::run_call(&call, fx.clone(), &format!("cap-{step_no}-{slot}-{round}"))
-                        .await;
+            let mut out = Vec::with_capacity(slot_plan.calls.len());
+            for (round, start) in slot_plan.calls.iter().enumerate() {
+                let fx = cut[start].clone();
+                let wait_after_refusal = admitted_only
+                    .then(|| Duration::from_secs_f64(fx.fixture.duration_ms() / 1000.0));
+                let r = client::run_call(&call, fx, &format!("cap-{step_no}-{slot}-{round}")).await;
                 if r.error.is_some() {
                     failed.fetch_add(1, Ordering::Relaxed);
                 }
@@ -314,17 +360,22 @@ async fn run_step(
             }
         })
     };
-    let deadline = begin + step_limit(a, fx);
+    let longest = fxs
+        .all
+        .iter()
+        .max_by_key(|f| f.spans.last().map_or(0, |s| s.end_us))
+        .expect("at least one fixture");
+    let deadline = begin + step_limit(a, longest);
     let mut calls = Vec::with_capacity(total);
     let mut timed_out = false;
     for mut t in tasks {
         match tokio::time::timeout_at(deadline, &mut t).await {
             Ok(Ok(rs)) => calls.extend(rs),
-            Ok(Err(e)) => calls.push(lost_call(fx, &format!("slot task: {e}"))),
+            Ok(Err(e)) => calls.push(lost_call(longest, &format!("slot task: {e}"))),
             Err(_) => {
                 timed_out = true;
                 t.abort();
-                calls.push(lost_call(fx, "step time limit reached"));
+                calls.push(lost_call(longest, "step time limit reached"));
             }
         }
     }
@@ -345,6 +396,15 @@ fn lost_call(fx: &PreparedFixture, why: &str) -> CallRecord {
 pub(crate) fn main(args: &[String]) -> Result<(), String> {
     let a = parse(args)?;
     let fx = v2v::prepare_fixtures(std::slice::from_ref(&a.fixture))?.remove(0);
+    let all = v2v::prepare_fixtures(&a.fixtures)?;
+    let starts = all
+        .iter()
+        .map(|f| match a.arrivals {
+            Arrivals::Aligned => vec![0],
+            Arrivals::Poisson => arrivals::quiet_starts(f, QUIET_LEAD_MS),
+        })
+        .collect();
+    let fxs = StepFixtures { all, starts };
     let header = header::header_lines();
     let rt = v2v::runtime(a.client_workers)?;
     let run_start = Instant::now();
@@ -378,7 +438,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
         let server = a.server_pid.map(probe::Sampler::start);
         let generator = probe::Sampler::start(std::process::id());
         let t0 = Instant::now();
-        let (calls, timed_out) = rt.block_on(run_step(&a, &fx, n, steps.len()));
+        let (calls, timed_out) = rt.block_on(run_step(&a, &fxs, n, steps.len()));
         let wall_s = t0.elapsed().as_secs_f64();
         let server_metrics = scrape_before
             .zip(a.metrics_url.as_ref().map(metrics::scrape))
@@ -462,6 +522,8 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
             "late_frame_ms": 100, "response_window_ms": a.call.response_window_ms,
             "server_pid": a.server_pid, "max_run_s": a.max_run_s, "client_workers": a.client_workers,
             "admitted_only": a.admitted_only,
+            "arrivals": a.arrivals.as_str(), "seed": a.seed,
+            "fixtures": a.fixtures.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
             "metrics_url": a.metrics_url.as_ref().map(|u| format!("http://{}{}", u.authority, v2v::redact(&u.path))),
         },
         "floor_ms": floor_ms,
@@ -473,6 +535,28 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
     });
     v2v::write_outputs(a.out.as_deref(), &md, &json)
 }
+
+/// How the calls arrived, for the report.
+fn arrivals_note(a: &CapacityArgs) -> String {
+    match a.arrivals {
+        Arrivals::Aligned => {
+            "aligned (slot i of N at spread * i / N, each call from the fixture's start)".into()
+        }
+        Arrivals::Poisson => format!(
+            "poisson (seed {}; each call one of {} from a random point of silence at least {QUIET_LEAD_MS} ms before an utterance)",
+            a.seed,
+            a.fixtures
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// How far before an utterance a poisson call may start (its VAD sees
+/// silence first, as at the start of a call).
+const QUIET_LEAD_MS: u64 = 300;
 
 fn markdown(
     a: &CapacityArgs,
@@ -489,12 +573,13 @@ fn markdown(
         s.push('\n');
     }
     s.push_str(&format!(
-        "- target: {} ({}); fixture {}, {} rounds per slot, spread {} ms\n- floor {floor_ms:.1} ms ({floor_source}); a step passes when no call failed, no turn was lost or unclean and p95 V2V <= {limit_ms:.1} ms{}\n\n",
+        "- target: {} ({}); fixture {}, {} rounds per slot, spread {} ms; arrivals {}\n- floor {floor_ms:.1} ms ({floor_source}); a step passes when no call failed, no turn was lost or unclean and p95 V2V <= {limit_ms:.1} ms{}\n\n",
         v2v::redact(&a.call.url),
         if a.label.is_empty() { "no label" } else { &a.label },
         a.fixture.display(),
         a.rounds,
         a.spread_ms,
+        arrivals_note(a),
         if a.admitted_only {
             " (--admitted-only: over the calls the server admitted; refused calls apart, their slot waiting one fixture's length before its next call)"
         } else {
