@@ -7,23 +7,14 @@
 
 mod support;
 
-use support::{start_bot, write_fixture};
+use support::{bot_run, read_reports};
 
 #[test]
 fn poisson_calls_start_at_quiet_points_and_are_all_answered() {
-    let dir = std::env::temp_dir().join(format!(
-        "brisvox-bench-capacity-poisson-{}",
-        std::process::id()
-    ));
-    let wav = write_fixture(&dir);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let port = start_bot(&rt);
+    let run = bot_run("capacity-poisson");
+    let (dir, port) = (&run.dir, run.port);
     let stem = dir.join("cap");
-    let wav = wav.to_str().unwrap();
+    let wav = run.wav.to_str().unwrap();
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_brisvox-bench"))
         .args(["capacity", "--url", &format!("ws://127.0.0.1:{port}/call")])
         .args(["--fixture", wav, "--fixtures", wav, "--arrivals", "poisson"])
@@ -34,9 +25,7 @@ fn poisson_calls_start_at_quiet_points_and_are_all_answered() {
         .status()
         .unwrap();
     assert!(status.success());
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(stem.with_extension("json")).unwrap())
-            .unwrap();
+    let (json, md) = read_reports(&stem);
     assert_eq!(json["options"]["arrivals"], "poisson");
     assert_eq!(json["options"]["seed"], 5);
     let step = &json["steps"][0];
@@ -60,7 +49,6 @@ fn poisson_calls_start_at_quiet_points_and_are_all_answered() {
     }
     assert!(cut > 0, "no call started past the fixture's start");
     assert_eq!(step["summary"]["outcomes"]["answered"], turns as u64);
-    let md = std::fs::read_to_string(stem.with_extension("md")).unwrap();
     assert!(md.contains("arrivals poisson (seed 5"), "{md}");
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -13,21 +13,12 @@
 
 mod support;
 
-use support::{EXPECTED_MS, start_bot, write_fixture};
+use support::{EXPECTED_MS, bot_run, read_reports};
 
 #[test]
 fn capacity_ramps_and_reports_each_step() {
-    let dir = std::env::temp_dir().join(format!(
-        "brisvox-bench-capacity-test-{}",
-        std::process::id()
-    ));
-    let wav = write_fixture(&dir);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let port = start_bot(&rt);
+    let run = bot_run("capacity-test");
+    let (dir, wav, port) = (&run.dir, &run.wav, run.port);
     let stem = dir.join("cap");
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_brisvox-bench"))
         .args(["capacity", "--url", &format!("ws://127.0.0.1:{port}/call")])
@@ -61,9 +52,7 @@ fn capacity_ramps_and_reports_each_step() {
         .status()
         .unwrap();
     assert!(status.success());
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(stem.with_extension("json")).unwrap())
-            .unwrap();
+    let (json, md) = read_reports(&stem);
     assert_eq!(json["p95_limit_ms"], 2500.0);
     assert_eq!(json["result"]["largest_passing_step"], 2);
     assert!(json["result"]["smallest_failing_step"].is_null());
@@ -86,7 +75,6 @@ fn capacity_ramps_and_reports_each_step() {
         );
         assert!(st["server"]["readings"].as_u64().unwrap() >= 2);
     }
-    let md = std::fs::read_to_string(stem.with_extension("md")).unwrap();
     assert!(md.contains("largest passing step 2"), "{md}");
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }

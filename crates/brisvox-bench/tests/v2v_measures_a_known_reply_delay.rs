@@ -7,21 +7,15 @@
 
 mod support;
 
-use support::{EXPECTED_MS, REPLY_DELAY_MS, start_bot, write_fixture};
+use support::{EXPECTED_MS, REPLY_DELAY_MS, bot_run, read_reports};
 
 /// One frame of the client audio, ms.
 const FRAME_MS: f64 = 20.0;
 
 #[test]
 fn v2v_measures_the_bots_known_delay_within_a_frame() {
-    let dir = std::env::temp_dir().join(format!("brisvox-bench-v2v-test-{}", std::process::id()));
-    let wav = write_fixture(&dir);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let port = start_bot(&rt);
+    let run = bot_run("v2v-test");
+    let (dir, wav, port) = (&run.dir, &run.wav, run.port);
     let stem = dir.join("out");
     let status = std::process::Command::new(env!("CARGO_BIN_EXE_brisvox-bench"))
         .args([
@@ -45,9 +39,7 @@ fn v2v_measures_the_bots_known_delay_within_a_frame() {
         .status()
         .unwrap();
     assert!(status.success());
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(stem.with_extension("json")).unwrap())
-            .unwrap();
+    let (json, md) = read_reports(&stem);
     let calls = json["calls"].as_array().unwrap();
     assert_eq!(calls.len(), 2);
     for call in calls {
@@ -73,7 +65,6 @@ fn v2v_measures_the_bots_known_delay_within_a_frame() {
     }
     assert_eq!(json["summary"]["outcomes"]["answered"], 4);
     assert_eq!(json["summary"]["v2v_ms"]["n"], 4);
-    let md = std::fs::read_to_string(stem.with_extension("md")).unwrap();
     assert!(md.contains("- command: `"), "header present: {md}");
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -9,7 +9,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -132,4 +132,33 @@ pub fn start_bot(rt: &tokio::runtime::Runtime) -> u16 {
         }
     });
     port
+}
+
+/// A test's scratch folder with the fixture in it, and the bot running on a
+/// runtime of its own (one worker) for as long as this lives.
+pub struct BotRun {
+    pub dir: PathBuf,
+    pub wav: PathBuf,
+    pub port: u16,
+    rt: tokio::runtime::Runtime,
+}
+
+/// Writes the fixture under a folder named for `test` and starts the bot.
+pub fn bot_run(test: &str) -> BotRun {
+    let dir = std::env::temp_dir().join(format!("brisvox-bench-{test}-{}", std::process::id()));
+    let wav = write_fixture(&dir);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let port = start_bot(&rt);
+    BotRun { dir, wav, port, rt }
+}
+
+/// The bench's JSON and markdown reports written at `stem`.
+pub fn read_reports(stem: &Path) -> (serde_json::Value, String) {
+    let json = std::fs::read_to_string(stem.with_extension("json")).unwrap();
+    let md = std::fs::read_to_string(stem.with_extension("md")).unwrap();
+    (serde_json::from_str(&json).unwrap(), md)
 }
