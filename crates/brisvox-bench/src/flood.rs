@@ -140,7 +140,9 @@ struct FloodResult {
     /// Seconds from the flood's start to the last close seen.
     last_close_s: f64,
     server_before: Server,
-    server_all_open: Server,
+    /// While every connection of the flood was open (none for the handshake
+    /// flood: its connections close at once).
+    server_all_open: Option<Server>,
     server_after: Server,
 }
 
@@ -206,7 +208,7 @@ async fn idle_flood(a: &FloodArgs) -> FloodResult {
     r.open_s = began.elapsed().as_secs_f64();
     r.opened = socks.len();
     r.not_opened = failed;
-    r.server_all_open = read_server(a.server_pid);
+    r.server_all_open = Some(read_server(a.server_pid));
     eprintln!(
         "flood: {} idle websockets open in {:.1} s",
         r.opened, r.open_s
@@ -250,7 +252,7 @@ async fn slow_flood(a: &FloodArgs) -> FloodResult {
     r.open_s = began.elapsed().as_secs_f64();
     r.opened = socks.len();
     r.not_opened = failed;
-    r.server_all_open = read_server(a.server_pid);
+    r.server_all_open = Some(read_server(a.server_pid));
     eprintln!("flood: {} slow heads open in {:.1} s", r.opened, r.open_s);
     let (closed, last) = closes(
         socks,
@@ -347,29 +349,36 @@ fn v2v_line(name: &str, agg: &Aggregate) -> String {
 }
 
 fn flood_line(name: &str, r: &FloodResult) -> String {
-    let per_conn_kb = |after: f64, before: f64| {
+    let (before, after) = (&r.server_before, &r.server_after);
+    // Per connection: the growth from before the flood to all open.
+    let per_conn_kb = |open: f64, before: f64| {
         if r.opened == 0 {
-            0.0
+            "-".to_owned()
         } else {
-            (after - before) * 1024.0 / r.opened as f64
+            format!("{:.1}", (open - before) * 1024.0 / r.opened as f64)
         }
     };
+    let (open_rss, open_fds, rss_kb, anon_kb) = match &r.server_all_open {
+        Some(open) => (
+            format!("{:.1}", open.rss_mb),
+            open.fds.to_string(),
+            per_conn_kb(open.rss_mb, before.rss_mb),
+            per_conn_kb(open.anon_mb, before.anon_mb),
+        ),
+        None => ("-".into(), "-".into(), "-".into(), "-".into()),
+    };
     format!(
-        "| {name} | {} | {} | {} | {:.1} | {} | {:.1} | {:.1} / {:.1} / {:.1} | {:.1} | {:.1} | {} / {} / {} |",
+        "| {name} | {} | {} | {} | {:.1} | {} | {:.1} | {:.1} / {open_rss} / {:.1} | {rss_kb} | {anon_kb} | {} / {open_fds} / {} |",
         r.attempted,
         r.opened,
         r.not_opened,
         r.open_s,
         r.closed_by_server,
         r.last_close_s,
-        r.server_before.rss_mb,
-        r.server_all_open.rss_mb,
-        r.server_after.rss_mb,
-        per_conn_kb(r.server_all_open.rss_mb, r.server_before.rss_mb),
-        per_conn_kb(r.server_all_open.anon_mb, r.server_before.anon_mb),
-        r.server_before.fds,
-        r.server_all_open.fds,
-        r.server_after.fds
+        before.rss_mb,
+        after.rss_mb,
+        before.fds,
+        after.fds
     )
 }
 
@@ -416,12 +425,12 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
     let _ = writeln!(md, "{}", flood_line("slow request heads", &slow));
     let _ = writeln!(
         md,
-        "\n(after: once the server's fds are back to their count before the flood, or after --close-within-s.)"
+        "{}\n",
+        flood_line("handshakes closed at once", &handshakes)
     );
     let _ = writeln!(
         md,
-        "{}\n",
-        flood_line("handshakes closed at once", &handshakes)
+        "After: once the server's fds are back to their count before the flood, or after --close-within-s. The handshakes' connections close at once: nothing is measured with all open.\n"
     );
     let _ = writeln!(
         md,
@@ -461,6 +470,34 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flood_row_shows_growth_per_connection_and_dashes_where_nothing_was_open() {
+        let server = |rss_mb, fds| Server {
+            rss_mb,
+            anon_mb: rss_mb,
+            fds,
+        };
+        let mut r = FloodResult {
+            attempted: 4,
+            opened: 4,
+            server_before: server(100.0, 10),
+            server_all_open: Some(server(101.0, 14)),
+            server_after: server(100.5, 10),
+            ..FloodResult::default()
+        };
+        let row = flood_line("idle", &r);
+        assert!(
+            row.contains("| 100.0 / 101.0 / 100.5 | 256.0 | 256.0 | 10 / 14 / 10 |"),
+            "{row}"
+        );
+        r.server_all_open = None;
+        let row = flood_line("handshakes", &r);
+        assert!(
+            row.contains("| 100.0 / - / 100.5 | - | - | 10 / - / 10 |"),
+            "{row}"
+        );
+    }
 
     #[test]
     fn the_authority_of_a_ws_url() {

@@ -59,7 +59,11 @@ fn native_header(command: &str) -> Vec<String> {
         .find(|l| l.starts_with("model name"))
         .and_then(|l| l.split(':').nth(1))
         .map_or("unknown CPU".to_string(), |s| s.trim().to_string());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    // The machine's cores, not the ones this process is pinned to.
+    let cores = read("/proc/cpuinfo")
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
     let kernel = format!(
         "{} {}",
         read("/proc/sys/kernel/ostype").trim(),
