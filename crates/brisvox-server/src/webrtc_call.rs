@@ -134,10 +134,13 @@ async fn answer_offer(
     let candidate = SocketAddr::new(ip, local.port());
     let (peer, answer) = accept(&state, &request.sdp, candidate).await?;
     state.metrics.active_calls.inc();
+    // `providers` and `mock` as `/call`'s `started` event has them.
     let body = serde_json::json!({
         "type": "answer",
         "sdp": answer,
         "call_id": request.call_id,
+        "providers": state.agent.providers(),
+        "mock": state.agent.uses_mock(),
     });
     let shared = Arc::new(Shared {
         peer: Mutex::new(Locked {

@@ -1,5 +1,6 @@
-//! `GET /` serves the demo page as HTML; it and its script speak to `/call`,
-//! and every asset the page and script load is served with its content type.
+//! `GET /` serves the demo page as HTML; its script calls over WebRTC
+//! (`/webrtc/offer`) with `/call` as the fallback, and every asset the page
+//! and script load is served with its content type.
 
 mod common;
 
@@ -50,6 +51,14 @@ async fn the_page_and_its_assets_are_served() {
     assert!(page.starts_with("<!doctype html>"), "{page}");
     assert!(page.contains("/call"), "the page names /call");
     assert!(
+        page.contains("/webrtc/offer"),
+        "the page names /webrtc/offer"
+    );
+    assert!(
+        page.contains("id=\"transport\""),
+        "the page shows its transport"
+    );
+    assert!(
         !page.contains("http://") && !page.contains("https://"),
         "no CDN"
     );
@@ -62,6 +71,10 @@ async fn the_page_and_its_assets_are_served() {
     for needle in [
         "'/call'",
         "type: 'start'",
+        "'/webrtc/offer'",
+        "createDataChannel(",
+        "echoCancellation: true",
+        "'Content-Type': 'application/json'",
         "'clear'",
         "'turn_metrics'",
         "ev.mock",

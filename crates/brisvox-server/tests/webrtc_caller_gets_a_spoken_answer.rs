@@ -27,6 +27,9 @@ async fn a_webrtc_caller_gets_a_spoken_answer_and_events() {
     let (server, _agent) = common::binary::start_mock_server();
     let mut caller = Caller::offer().await;
     let answer = signal(server.addr, &caller.offer, "webrtc-e2e-1").await;
+    // As `/call`'s `started` says them: the mock server's providers.
+    assert_eq!(answer["providers"]["stt"], "mock", "{answer}");
+    assert_eq!(answer["mock"], true);
     caller.accept(answer["sdp"].as_str().expect("sdp"));
 
     let deadline = Instant::now() + CALL_LIMIT;

@@ -22,7 +22,7 @@
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use brisvox_audio::opus::{OpusDecoder, OpusEncoder, OpusEncoderConfig, OpusError};
 use str0m::change::SdpOffer;
@@ -196,6 +196,51 @@ fn push_bounded(pending: &mut Vec<i16>, pcm: &[i16], overflow: &mut u64) {
     pending.extend_from_slice(&pcm[pcm.len().saturating_sub(room)..]);
 }
 
+/// A pause in sending longer than this moves the RTP time on by the pause.
+const SEND_PAUSE: Duration = Duration::from_millis(60);
+
+/// The RTP time (48 kHz) of each answer frame. Frames sent one after another
+/// are one frame apart in RTP time. After a pause in sending (the bot silent
+/// between answers, or the voice late), the RTP time moves on by the pause
+/// (RFC 3550 5.1: the sampling instant) and the frame starts a talkspurt (the
+/// marker bit): the client's jitter buffer sees a gap, not packets arriving
+/// seconds later than their timestamps say, which it would take for network
+/// jitter and answer by holding more audio (more delay, and more audio still
+/// to play after a barge-in).
+#[derive(Debug, Default)]
+struct RtpClock {
+    /// RTP time of the next frame when no pause comes before it.
+    next: u64,
+    /// When the last frame was sent.
+    last_sent: Option<Instant>,
+}
+
+impl RtpClock {
+    /// The RTP time of a frame of `samples` sent at `now`, and whether it
+    /// starts a talkspurt.
+    fn stamp(&mut self, samples: u64, now: Instant) -> (u64, bool) {
+        let talkspurt = match self.last_sent {
+            None => true,
+            Some(last) => {
+                let pause = now.saturating_duration_since(last);
+                if pause > SEND_PAUSE && samples > 0 {
+                    // Whole frames the pause stands for, less the one that
+                    // would have come next anyway.
+                    let paused = pause.as_micros() as u64 * u64::from(OUTPUT_RATE_HZ) / 1_000_000;
+                    self.next += (paused / samples).saturating_sub(1) * samples;
+                    true
+                } else {
+                    false
+                }
+            }
+        };
+        let at = self.next;
+        self.next += samples;
+        self.last_sent = Some(now);
+        (at, talkspurt)
+    }
+}
+
 /// One call's WebRTC peer connection; see the module docs.
 pub struct WebRtcPeer {
     rtc: Rtc,
@@ -205,8 +250,8 @@ pub struct WebRtcPeer {
     controls: ClientMessageDecoder,
     inbound: InboundAudio,
     encoder: OpusEncoder,
-    /// RTP time (48 kHz) of the next packet sent.
-    out_rtp: u64,
+    /// RTP time (48 kHz) of the packets sent.
+    out_rtp: RtpClock,
     /// Events written before the data channel opened.
     queued: VecDeque<String>,
     /// Events dropped (queue full, channel gone).
@@ -256,7 +301,7 @@ impl WebRtcPeer {
             controls: ClientMessageDecoder::controls_only(limits),
             inbound: InboundAudio::new()?,
             encoder: OpusEncoder::new(OpusEncoderConfig::default())?,
-            out_rtp: 0,
+            out_rtp: RtpClock::default(),
             queued: VecDeque::new(),
             dropped_events: 0,
         };
@@ -400,9 +445,11 @@ impl WebRtcPeer {
             }
         };
         let packet = self.encoder.encode(frame)?;
-        let time = MediaTime::new(self.out_rtp, Frequency::FORTY_EIGHT_KHZ);
-        self.out_rtp += frame.len() as u64;
-        writer.write(pt, now, time, packet)?;
+        let (rtp, talkspurt) = self.out_rtp.stamp(frame.len() as u64, now);
+        let time = MediaTime::new(rtp, Frequency::FORTY_EIGHT_KHZ);
+        writer
+            .start_of_talkspurt(talkspurt)
+            .write(pt, now, time, packet)?;
         Ok(true)
     }
 
@@ -456,6 +503,32 @@ impl WebRtcPeer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // a test origin
+    fn rtp_time_follows_frames_and_jumps_over_a_pause() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let frame = OUTPUT_FRAME as u64;
+        let mut clock = RtpClock::default();
+        assert_eq!(
+            clock.stamp(frame, ms(0)),
+            (0, true),
+            "the first frame starts a talkspurt"
+        );
+        // Paced frames, a little early or late: one frame apart.
+        assert_eq!(clock.stamp(frame, ms(22)), (frame, false));
+        assert_eq!(clock.stamp(frame, ms(35)), (2 * frame, false));
+        assert_eq!(
+            clock.stamp(frame, ms(95)),
+            (3 * frame, false),
+            "60 ms is no pause"
+        );
+        // A second of silence: the RTP time moves on by a second.
+        let (rtp, talkspurt) = clock.stamp(frame, ms(1095));
+        assert_eq!((rtp - 3 * frame, talkspurt), (48_000, true));
+        assert_eq!(clock.stamp(frame, ms(1115)), (rtp + frame, false));
+    }
 
     /// `n` 20 ms packets of a 300 Hz tone, encoded at 48 kHz.
     fn packets(n: usize) -> Vec<Vec<u8>> {

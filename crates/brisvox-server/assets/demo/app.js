@@ -1,15 +1,30 @@
-// brisvox demo page: microphone -> /call -> speaker, with the live transcript
-// and a latency bar per turn. No build step, no dependencies.
+// brisvox demo page: microphone -> the call -> speaker, with the live
+// transcript and a latency bar per turn. No build step, no dependencies.
+//
+// Two transports, one event handler (onEvent):
+// - WebRTC (the default): an RTCPeerConnection with the microphone's track,
+//   the offer posted to '/webrtc/offer', the bot's track played by an <audio>
+//   element, the call's events and controls on a data channel.
+// - the websocket '/call' (PCM16 at 16 kHz both ways): when the browser has
+//   no RTCPeerConnection, when the WebRTC call cannot be set up (the offer is
+//   refused, or the connection does not open in CONNECT_TIMEOUT_MS), or when
+//   the page is opened with ?transport=ws.
 (function () {
   'use strict';
-  const RATE = 16000;          // the call's rate both ways
-  const PREBUFFER_MS = 80;     // jitter buffer before playback starts
+  const RATE = 16000;          // the websocket call's rate both ways
+  const PREBUFFER_MS = 80;     // jitter buffer before playback starts (websocket)
   const EVENT_LOG_MAX = 500;   // events kept in state.eventLog
+  const CONNECT_TIMEOUT_MS = 5000; // WebRTC: the data channel must open within this
+  const STATS_EVERY_MS = 500;  // WebRTC: how often the RTP counters are read
+  const END_WAIT_MS = 1000;    // WebRTC: how long Stop waits for the server's `end`
 
   const $ = (id) => document.getElementById(id);
   // State the browser test reads.
   const state = window.brisvoxDemo = {
     running: false, started: null, mock: null,
+    transport: null, // 'webrtc' or 'websocket', once the call is up
+    fallback: null,  // why the websocket is used although WebRTC was wanted
+    rtp: null,       // WebRTC: the audio track's RTP counters (getStats)
     playedSamples: 0, bufferedSamples: 0, receivedSamples: 0, audibleMs: 0,
     sentFrames: 0, clears: 0, flushes: [], transcripts: [], interim: '', turnMetrics: [],
     botTexts: [], noText: [], // the bot's words as sent to its voice; turns that produced no text
@@ -18,15 +33,37 @@
     botSpeaking: false, ended: null, errors: [],
   };
   let ws = null, ctx = null, stream = null, capture = null, playback = null, source = null;
+  let pc = null, dc = null, remoteAudio = null, remoteSource = null, statsTimer = null;
+  let stopping = false, endSeen = null; // stop() in progress; what it waits for
   let botLine = null; // the transcript line of the bot's current response
   const botLines = new Map(); // turn -> the transcript line of that response
 
   function setStatus(s) { $('status').textContent = s; }
 
+  // The page's own ?token=, passed on to the call's route.
+  function tokenQuery() {
+    const token = new URLSearchParams(location.search).get('token');
+    return token ? '?token=' + encodeURIComponent(token) : '';
+  }
+
   function wsUrl() {
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    const token = new URLSearchParams(location.search).get('token');
-    return proto + '//' + location.host + '/call' + (token ? '?token=' + encodeURIComponent(token) : '');
+    return proto + '//' + location.host + '/call' + tokenQuery();
+  }
+
+  function newCallId() { return 'demo-' + Date.now().toString(36); }
+  const METADATA = { client: 'brisvox-demo-page' };
+
+  function webrtcWanted() {
+    return typeof RTCPeerConnection === 'function' &&
+      new URLSearchParams(location.search).get('transport') !== 'ws';
+  }
+
+  function showTransport() {
+    const el = $('transport');
+    if (state.transport === 'webrtc') el.textContent = 'WebRTC (Opus over UDP)';
+    else el.textContent = 'websocket (PCM16 over TCP)' + (state.fallback ? ': fallback, ' + state.fallback : '');
+    el.hidden = false;
   }
 
   function addLine(text, cls) {
@@ -74,6 +111,38 @@
     final_timeout: 'the STT final came too late',
   };
 
+  // The playback worklet; `fromTrack`: it meters the WebRTC track instead
+  // of playing queued websocket audio (playback-worklet.js).
+  function makePlayback(fromTrack) {
+    if (playback) { playback.port.onmessage = null; playback.disconnect(); }
+    playback = new AudioWorkletNode(ctx, 'brisvox-playback', {
+      numberOfInputs: fromTrack ? 1 : 0, outputChannelCount: [1],
+      processorOptions: { inRate: RATE, prebufferMs: PREBUFFER_MS, source: fromTrack ? 'input' : 'queue' },
+    });
+    playback.port.onmessage = (e) => {
+      state.playedSamples = e.data.played;
+      state.bufferedSamples = e.data.buffered;
+      state.audibleMs = e.data.audibleMs;
+      if (typeof e.data.dropped === 'number') {
+        state.flushes.push({
+          dropped: e.data.dropped, bufferedAfter: e.data.buffered, played: e.data.played,
+          audibleMs: e.data.audibleMs, wasPlaying: e.data.wasPlaying, sinceAudibleMs: e.data.sinceAudibleMs,
+        });
+      }
+      $('played').textContent = Math.round(e.data.played / (RATE / 1000));
+      $('buffered').textContent = Math.round(e.data.buffered / (RATE / 1000));
+    };
+    if (fromTrack) {
+      // The <audio> element plays the track (where the browser's echo
+      // canceller hears it); the meter's copy goes out silent.
+      const mute = ctx.createGain();
+      mute.gain.value = 0;
+      playback.connect(mute).connect(ctx.destination);
+    } else {
+      playback.connect(ctx.destination);
+    }
+  }
+
   async function start() {
     $('toggle').disabled = true;
     setStatus('asking for the microphone…');
@@ -85,34 +154,18 @@
       await ctx.audioWorklet.addModule('/demo/capture-worklet.js');
       await ctx.audioWorklet.addModule('/demo/playback-worklet.js');
       await ctx.resume();
-      playback = new AudioWorkletNode(ctx, 'brisvox-playback', {
-        numberOfInputs: 0, outputChannelCount: [1],
-        processorOptions: { inRate: RATE, prebufferMs: PREBUFFER_MS },
-      });
-      playback.port.onmessage = (e) => {
-        state.playedSamples = e.data.played;
-        state.bufferedSamples = e.data.buffered;
-        state.audibleMs = e.data.audibleMs;
-        if (typeof e.data.dropped === 'number') {
-          state.flushes.push({
-            dropped: e.data.dropped, bufferedAfter: e.data.buffered, played: e.data.played,
-            audibleMs: e.data.audibleMs, wasPlaying: e.data.wasPlaying, sinceAudibleMs: e.data.sinceAudibleMs,
-          });
+      if (webrtcWanted()) {
+        try {
+          await openPeer();
+          return;
+        } catch (err) {
+          state.fallback = String((err && err.message) || err);
+          closePeer();
+          if (!stream) return; // stopped meanwhile
         }
-        $('played').textContent = Math.round(e.data.played / (RATE / 1000));
-        $('buffered').textContent = Math.round(e.data.buffered / (RATE / 1000));
-      };
-      playback.connect(ctx.destination);
-      source = ctx.createMediaStreamSource(stream);
-      capture = new AudioWorkletNode(ctx, 'brisvox-capture', { numberOfOutputs: 0 });
-      capture.port.onmessage = (e) => {
-        if (ws && ws.readyState === WebSocket.OPEN && state.started) {
-          ws.send(e.data);
-          state.sentFrames++;
-          if (state.sentFrames % 25 === 0) $('sent').textContent = state.sentFrames;
-        }
-      };
-      source.connect(capture);
+      } else if (typeof RTCPeerConnection !== 'function') {
+        state.fallback = 'this browser has no WebRTC';
+      }
       openSocket();
     } catch (err) {
       state.errors.push(String(err));
@@ -121,30 +174,134 @@
     }
   }
 
+  function markRunning() {
+    state.running = true;
+    showTransport();
+    $('toggle').textContent = 'Stop';
+    $('toggle').classList.add('stop');
+    $('toggle').disabled = false;
+  }
+
+  // The call over WebRTC; throws when it cannot be set up (the caller falls
+  // back to the websocket).
+  async function openPeer() {
+    setStatus('connecting (WebRTC)…');
+    pc = new RTCPeerConnection();
+    stream.getAudioTracks().forEach((t) => pc.addTrack(t, stream));
+    dc = pc.createDataChannel('brisvox');
+    dc.onmessage = (e) => {
+      if (typeof e.data !== 'string') return;
+      const ev = JSON.parse(e.data);
+      onEvent(ev);
+      if (ev.type === 'end') closeCall(''); // the server closes its side next
+    };
+    let timer = null;
+    const opened = new Promise((resolve, reject) => {
+      dc.onopen = resolve;
+      pc.onconnectionstatechange = () => { if (pc && pc.connectionState === 'failed') reject(new Error('the connection failed')); };
+      timer = setTimeout(() => reject(new Error('not connected in ' + CONNECT_TIMEOUT_MS + ' ms')), CONNECT_TIMEOUT_MS);
+    });
+    opened.catch(() => {}); // awaited below; an earlier failure must not leave it unhandled
+    pc.ontrack = (e) => playTrack(new MediaStream([e.track]));
+    await pc.setLocalDescription(await pc.createOffer());
+    // ICE-lite server: it needs none of our candidates, so no waiting for them.
+    const res = await fetch('/webrtc/offer' + tokenQuery(), {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ type: 'offer', sdp: pc.localDescription.sdp, call_id: newCallId(), metadata: METADATA }),
+    });
+    const answer = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error('the offer was refused (HTTP ' + res.status + (answer.code ? ', ' + answer.code : '') + ')');
+    await pc.setRemoteDescription({ type: 'answer', sdp: answer.sdp });
+    try { await opened; } finally { clearTimeout(timer); }
+    dc.onclose = () => closeCall('');
+    pc.onconnectionstatechange = () => {
+      if (pc && (pc.connectionState === 'failed' || pc.connectionState === 'closed')) closeCall(', connection ' + pc.connectionState);
+    };
+    state.transport = 'webrtc';
+    markRunning();
+    // What /call's `started` event says, from the answer.
+    onEvent({ type: 'started', call_id: answer.call_id, providers: answer.providers, mock: answer.mock });
+    statsTimer = setInterval(readStats, STATS_EVERY_MS);
+  }
+
+  // The bot's track: played by an <audio> element, metered by the worklet.
+  function playTrack(remote) {
+    if (!ctx || remoteAudio) return;
+    remoteAudio = new Audio();
+    remoteAudio.srcObject = remote;
+    remoteAudio.play().catch((err) => state.errors.push('playing the bot\'s track: ' + err));
+    makePlayback(true);
+    remoteSource = ctx.createMediaStreamSource(remote);
+    remoteSource.connect(playback);
+  }
+
+  // The RTP counters of the audio track, both ways.
+  async function readStats() {
+    if (!pc) return;
+    let report;
+    try { report = await pc.getStats(); } catch (_) { return; }
+    const rtp = {};
+    report.forEach((s) => {
+      if (s.kind !== 'audio') return;
+      if (s.type === 'outbound-rtp') rtp.packetsSent = s.packetsSent;
+      if (s.type === 'inbound-rtp') {
+        rtp.packetsReceived = s.packetsReceived; rtp.packetsLost = s.packetsLost;
+        rtp.concealedSamples = s.concealedSamples; rtp.totalSamplesReceived = s.totalSamplesReceived;
+        rtp.jitterBufferMs = s.jitterBufferEmittedCount ? (1000 * s.jitterBufferDelay) / s.jitterBufferEmittedCount : null;
+      }
+    });
+    state.rtp = rtp;
+    if (typeof rtp.packetsSent === 'number') {
+      state.sentFrames = rtp.packetsSent; // one 20 ms Opus frame a packet
+      $('sent').textContent = state.sentFrames;
+    }
+  }
+
+  function closePeer() {
+    if (statsTimer) { clearInterval(statsTimer); statsTimer = null; }
+    if (remoteSource) { remoteSource.disconnect(); remoteSource = null; }
+    if (remoteAudio) { remoteAudio.srcObject = null; remoteAudio = null; }
+    if (dc) { dc.onopen = dc.onclose = dc.onmessage = null; dc = null; }
+    if (pc) { pc.onconnectionstatechange = pc.ontrack = null; pc.close(); pc = null; }
+  }
+
+  // The call is over (the server ended it, or the connection went).
+  function closeCall(detail) {
+    setStatus('call ended' + (state.ended ? ' (' + state.ended + ')' : '') + detail);
+    ws = null;
+    if (endSeen) endSeen(); // stop() waits for it
+    else if (state.running) stop();
+  }
+
   function openSocket() {
     setStatus('connecting…');
+    makePlayback(false);
+    source = ctx.createMediaStreamSource(stream);
+    capture = new AudioWorkletNode(ctx, 'brisvox-capture', { numberOfOutputs: 0 });
+    capture.port.onmessage = (e) => {
+      if (ws && ws.readyState === WebSocket.OPEN && state.started) {
+        ws.send(e.data);
+        state.sentFrames++;
+        if (state.sentFrames % 25 === 0) $('sent').textContent = state.sentFrames;
+      }
+    };
+    source.connect(capture);
     ws = new WebSocket(wsUrl());
     ws.binaryType = 'arraybuffer';
     ws.onopen = () => {
       ws.send(JSON.stringify({
         type: 'start', protocol_version: 1, codec: 'pcm16', sample_rate: RATE,
-        call_id: 'demo-' + Date.now().toString(36), metadata: { client: 'brisvox-demo-page' },
+        call_id: newCallId(), metadata: METADATA,
       }));
     };
     ws.onmessage = (e) => {
       if (typeof e.data === 'string') onEvent(JSON.parse(e.data));
       else onAudio(e.data);
     };
-    ws.onclose = (e) => {
-      setStatus('call ended' + (state.ended ? ' (' + state.ended + ')' : '') + (e.code !== 1000 ? ', close ' + e.code : ''));
-      ws = null;
-      stop();
-    };
+    ws.onclose = (e) => closeCall(e.code !== 1000 ? ', close ' + e.code : '');
     ws.onerror = () => state.errors.push('websocket error');
-    state.running = true;
-    $('toggle').textContent = 'Stop';
-    $('toggle').classList.add('stop');
-    $('toggle').disabled = false;
+    state.transport = 'websocket';
+    markRunning();
   }
 
   function onAudio(buf) {
@@ -276,10 +433,30 @@
     $('turns').prepend(li);
   }
 
+  // Sends a control (`end`, `say`, `dtmf`) on whichever transport is up.
+  function sendControl(msg) {
+    const text = JSON.stringify(msg);
+    try {
+      if (ws && ws.readyState === WebSocket.OPEN) ws.send(text);
+      else if (dc && dc.readyState === 'open') dc.send(text);
+      else return false;
+    } catch (_) { return false; /* closing */ }
+    return true;
+  }
+
   async function stop() {
-    if (ws && ws.readyState === WebSocket.OPEN) {
-      try { ws.send(JSON.stringify({ type: 'end', reason: 'user pressed stop' })); } catch (_) { /* closing */ }
+    if (stopping) return;
+    stopping = true;
+    if (!state.ended && sendControl({ type: 'end', reason: 'user pressed stop' }) && dc) {
+      // Let the data channel deliver `end`: wait for the server's `end`
+      // (or the channel's close), at most END_WAIT_MS.
+      await new Promise((resolve) => {
+        const t = setTimeout(resolve, END_WAIT_MS);
+        endSeen = () => { clearTimeout(t); resolve(); };
+      });
+      endSeen = null;
     }
+    closePeer();
     if (source) { source.disconnect(); source = null; }
     if (capture) { capture.port.onmessage = null; capture.disconnect(); capture = null; }
     if (playback) { playback.disconnect(); playback = null; }
@@ -290,6 +467,7 @@
     $('toggle').textContent = 'Start';
     $('toggle').classList.remove('stop');
     $('toggle').disabled = false;
+    stopping = false;
   }
 
   $('toggle').addEventListener('click', () => {

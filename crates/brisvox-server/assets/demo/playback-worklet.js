@@ -1,19 +1,26 @@
-// Bot audio playback with a small jitter buffer.
+// Bot audio playback: a small jitter buffer (websocket), or a meter on the
+// WebRTC track (the browser plays that one itself).
 //
-// The page posts {type:'audio', samples: Int16Array at inRate}. Playback starts
-// once `prebufferMs` of audio is queued (and again after an underrun); a
-// {type:'clear'} message drops everything queued at once (barge-in). Every
-// ~50 ms the processor reports {played, buffered} in input samples and
-// `audibleMs`, how much of its output so far was audible (|sample| >= 1/1024,
-// about -60 dBFS): proof that sound went to the speaker, not just that bytes
-// arrived. The report that answers a clear also carries `dropped` (samples
-// thrown away), `wasPlaying` and `sinceAudibleMs` (ms since the last audible
-// output sample, null if none yet).
+// `processorOptions.source`:
+// - 'queue' (the default; the websocket call): the page posts
+//   {type:'audio', samples: Int16Array at inRate}. Playback starts once
+//   `prebufferMs` of audio is queued (and again after an underrun); a
+//   {type:'clear'} message drops everything queued at once (barge-in).
+// - 'input' (the WebRTC call): the node's input is the remote audio track; it
+//   is copied to the output as it is. The browser's own jitter buffer holds
+//   what has not played yet, so a clear has nothing of ours to drop.
+// Either way, every ~50 ms the processor reports {played, buffered} in input
+// samples (at inRate) and `audibleMs`, how much of its output so far was
+// audible (|sample| >= 1/1024, about -60 dBFS): proof that sound came out,
+// not just that bytes arrived. The report that answers a clear also carries
+// `dropped` (samples thrown away), `wasPlaying` and `sinceAudibleMs` (ms since
+// the last audible output sample, null if none yet).
 const AUDIBLE = 1 / 1024;
 class PlaybackProcessor extends AudioWorkletProcessor {
   constructor(options) {
     super();
     const o = (options && options.processorOptions) || {};
+    this.fromInput = o.source === 'input';
     this.inRate = o.inRate || 16000;
     this.prebuffer = Math.round(((o.prebufferMs || 80) * this.inRate) / 1000);
     this.step = this.inRate / sampleRate; // input samples per output sample
@@ -29,7 +36,7 @@ class PlaybackProcessor extends AudioWorkletProcessor {
   }
 
   onMessage(msg) {
-    if (msg.type === 'audio') {
+    if (msg.type === 'audio' && !this.fromInput) {
       const src = msg.samples;
       const f = new Float32Array(src.length);
       for (let i = 0; i < src.length; i++) f[i] = src[i] / 32768;
@@ -57,8 +64,8 @@ class PlaybackProcessor extends AudioWorkletProcessor {
     return 0;
   }
 
-  process(_inputs, outputs) {
-    const out = outputs[0][0];
+  // Fills `out` from the queue; returns the input samples consumed.
+  playQueue(out) {
     if (!this.playing && this.queued >= this.prebuffer) this.playing = true;
     let consumed = 0;
     for (let i = 0; i < out.length; i++) {
@@ -72,7 +79,6 @@ class PlaybackProcessor extends AudioWorkletProcessor {
       const a = this.sampleAt(base);
       const b = this.sampleAt(base + 1);
       out[i] = a + (b - a) * frac;
-      if (out[i] >= AUDIBLE || out[i] <= -AUDIBLE) { this.audible++; this.lastAudible = currentFrame + i; }
       this.offset += this.step;
       // Drop whole chunks that the read head has passed.
       while (this.queue.length && Math.floor(this.offset) >= this.queue[0].length) {
@@ -83,6 +89,27 @@ class PlaybackProcessor extends AudioWorkletProcessor {
         consumed += len;
       }
     }
+    return consumed;
+  }
+
+  // Copies the input (the WebRTC track) to `out`; returns the samples it
+  // stands for at inRate.
+  playInput(inputs, out) {
+    const ch = inputs[0] && inputs[0][0];
+    if (ch) out.set(ch); else out.fill(0);
+    return out.length * this.step;
+  }
+
+  process(inputs, outputs) {
+    const out = outputs[0][0];
+    const consumed = this.fromInput ? this.playInput(inputs, out) : this.playQueue(out);
+    let audibleHere = false;
+    for (let i = 0; i < out.length; i++) {
+      if (out[i] >= AUDIBLE || out[i] <= -AUDIBLE) {
+        this.audible++; this.lastAudible = currentFrame + i; audibleHere = true;
+      }
+    }
+    if (this.fromInput) this.playing = audibleHere;
     for (let c = 1; c < outputs[0].length; c++) outputs[0][c].set(out);
     this.played += consumed;
     this.sinceReport += out.length;
@@ -93,7 +120,7 @@ class PlaybackProcessor extends AudioWorkletProcessor {
   report(flush) {
     this.sinceReport = 0;
     const buffered = Math.max(0, this.queued - Math.floor(this.offset));
-    const msg = { played: this.played, buffered, audibleMs: (1000 * this.audible) / sampleRate };
+    const msg = { played: Math.round(this.played), buffered, audibleMs: (1000 * this.audible) / sampleRate };
     if (flush) {
       msg.dropped = flush.dropped;
       msg.wasPlaying = flush.wasPlaying;
