@@ -155,6 +155,9 @@ pub struct ServerMetrics {
     pub audio_underruns_total: IntCounter,
     /// Caller frames dropped because the handler fell behind.
     pub input_frames_dropped_total: IntCounter,
+    /// WebRTC callers' lost 20 ms frames filled in (Opus in-band FEC or
+    /// packet-loss concealment), summed at each call's end.
+    pub webrtc_filled_frames_total: IntCounter,
     /// Call-control requests to a carrier's REST API by `carrier`, `action`
     /// (`hang_up`, `transfer`) and `result` (`ok`, `refused`: the carrier
     /// answered with an error status, `failed`: no answer, `unsupported`: no
@@ -230,6 +233,10 @@ impl ServerMetrics {
             input_frames_dropped_total: counter(
                 "brisvox_input_frames_dropped_total",
                 "Caller frames dropped because the call fell behind.",
+            ),
+            webrtc_filled_frames_total: counter(
+                "brisvox_webrtc_filled_frames_total",
+                "WebRTC callers' lost 20 ms audio frames filled by Opus FEC or concealment.",
             ),
             call_control_total: counter_vec(
                 "brisvox_call_control_total",
@@ -347,6 +354,7 @@ impl ServerMetrics {
             Box::new(self.refused_total.clone()),
             Box::new(self.audio_underruns_total.clone()),
             Box::new(self.input_frames_dropped_total.clone()),
+            Box::new(self.webrtc_filled_frames_total.clone()),
             Box::new(self.provider_errors_total.clone()),
             Box::new(self.llm_requests_total.clone()),
             Box::new(self.llm_tokens_total.clone()),

@@ -328,6 +328,7 @@ async fn run(state: Arc<AppState>, permit: CallPermit, shared: Arc<Shared>, requ
     };
     let wire = PeerWire {
         shared: shared.clone(),
+        filled_frames_total: state.metrics.webrtc_filled_frames_total.clone(),
     };
     drive_call(&state, start, permit, wire, |io| read_loop(shared, io)).await;
 }
@@ -465,6 +466,8 @@ async fn control_error(e: DecodeError, io: &RouteIo) -> Option<Outcome> {
 /// The WebRTC wire: Opus on the audio track, JSON on the data channel.
 struct PeerWire {
     shared: Arc<Shared>,
+    /// `brisvox_webrtc_filled_frames_total`, added to at the call's end.
+    filled_frames_total: prometheus::IntCounter,
 }
 
 impl PeerWire {
@@ -519,6 +522,7 @@ impl Wire for PeerWire {
             );
         }
         tracing::info!(filled_frames = peer.filled_frames(), "WebRTC call closed");
+        self.filled_frames_total.inc_by(peer.filled_frames());
         peer.close();
     }
 }

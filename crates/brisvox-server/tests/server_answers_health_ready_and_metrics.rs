@@ -21,6 +21,7 @@ async fn health_ready_metrics() {
         "# TYPE brisvox_turn_response_latency_seconds histogram",
         "# TYPE brisvox_turn_time_to_silence_seconds histogram",
         "brisvox_audio_underruns_total 0",
+        "brisvox_webrtc_filled_frames_total 0",
         "# TYPE brisvox_provider_errors_total counter",
         "# TYPE brisvox_llm_tokens_total counter",
         "# TYPE brisvox_build_info gauge",
