@@ -93,7 +93,7 @@ write_results() {
     echo
     echo "Command: \`$cmdline\`"
     echo
-    echo "- Machine: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(nproc) cores, $(uname -sr); shared with other work"
+    echo "- Machine: $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(nproc --all) cores, $(uname -sr); shared with other work"
     echo "- Load average: at the start of the last target done $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min), each target pinned to core $core"
     echo "- Build: \`cargo afl build --release\` (opt-level 3, debug assertions and overflow checks on), $(rustc --version), cargo-afl $(cargo afl --version 2>/dev/null | awk '{print $2}'), AFL++ $(cargo afl fuzz -h 2>&1 | grep -o 'afl-fuzz++[0-9.a-z]*' | head -1 | sed 's/afl-fuzz++//')"
     echo "- Started $started_utc, $1 $(date -u +%Y-%m-%dT%H:%M:%SZ) (${#rows[@]} of ${#targets[@]} targets done)"
