@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Experiment (not used by brisvox): write target/silero_vad_folded.onnx, Silero VAD
-# with the batch dimension of its convolutions folded into GEMMs, check it against the
-# Silero goldens and time it (see silero_fold_batch.py). Then compare it in Rust:
+# Python twin of brisvox's own load-time rewrite (crates/brisvox-models/src/vad/fold.rs):
+# write target/silero_vad_folded.onnx, Silero VAD with the batch dimension of its
+# convolutions folded into GEMMs, check it against the Silero goldens and time it
+# (see silero_fold_batch.py). brisvox does not read this file. Compare it in Rust:
 #   target/release/brisvox-bench model-cpu --compare-model target/silero_vad_folded.onnx
 #
 # Creates (once) a venv under target/silero-fold-venv with onnx, onnxruntime, numpy.

@@ -10,7 +10,10 @@ one MatMul over all rows, then checks the probabilities against the goldens in
 crates/brisvox-models/tests/golden/silero/ and times both models at batch 1 and 100
 (thread CPU, best of 5, onnxruntime 1 intra-op thread).
 
-The rewritten file is NOT used by brisvox: it is written to --out for measurement.
+brisvox does the same rewrite in Rust when it loads the model
+(crates/brisvox-models/src/vad/fold.rs) and runs batches of two rows or more on it;
+this script is its Python twin, to check and time the rewrite outside brisvox. The
+file it writes to --out is not used by brisvox.
 Needs onnx (tested 1.23.2), onnxruntime 1.32.0, numpy.
 
 Usage: silero_fold_batch.py --repo DIR --model models/silero_vad.onnx --out FILE

@@ -35,8 +35,8 @@ pub(crate) struct SileroBenchOptions {
     pub rounds: usize,
     /// Stream counts of the batched rows.
     pub streams: Vec<usize>,
-    /// Another Silero model file with the same interface to compare with the shipped
-    /// one (for example the batch-folded experiment of
+    /// Another Silero model file with the same interface to measure side by side with
+    /// the default model (for example the output of
     /// `scripts/goldens/silero_fold_batch.py`).
     pub compare_model: Option<std::path::PathBuf>,
 }
@@ -210,7 +210,9 @@ fn service_rig(model: &Arc<SileroModel>, streams: usize, linger: Duration) -> Se
         pool,
         VadServiceConfig {
             max_batch: MAX_BATCH,
-            queue_capacity: streams * 4 + 64,
+            // Room for 1 s of every stream's windows: on a loaded machine the pool's
+            // thread falls behind for a while (a backlog, not a failure).
+            queue_capacity: streams * 32 + 64,
             linger,
             ..VadServiceConfig::new(SileroRate::Hz16000)
         },
@@ -341,6 +343,17 @@ fn load(optimization: GraphOptimizationLevel, intra_threads: usize) -> Result<Si
         sessions: 1,
         intra_threads,
         optimization,
+        fold_batches: true,
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// The model as it was before batches ran on the folded graph: every run on the
+/// shipped graph.
+fn load_unfolded() -> Result<SileroModel, String> {
+    SileroModel::load_with(SileroOptions {
+        fold_batches: false,
+        ..SileroOptions::default()
     })
     .map_err(|e| e.to_string())
 }
@@ -386,8 +399,10 @@ fn memory(model: &Arc<SileroModel>) -> Result<String, String> {
     drop(open);
     let _ = writeln!(
         md,
-        "- One more Silero session (model + ONNX Runtime session state): {:.1} MiB \
-         resident, once per process (per session; a pool of N VAD threads wants N).",
+        "- One more Silero model (one ONNX Runtime session of the shipped graph for \
+         single windows and one of the batch-folded graph for batches, with their \
+         state): {:.1} MiB resident, once per process (per session pair; a pool of N \
+         VAD threads wants N).",
         session_bytes as f64 / (1024.0 * 1024.0)
     );
     let _ = writeln!(
@@ -485,7 +500,9 @@ pub(crate) fn silero_section(opts: &SileroBenchOptions) -> Result<String, String
         md,
         "Model `silero_vad.onnx` (v6), 16 kHz, 576 floats per row. Session: 1 intra-op \
          thread, sequential execution, graph optimisation `All` unless the row says \
-         otherwise. Audio: {source}. CPU = process CPU time (all threads) per window; \
+         otherwise; runs of two rows or more on the batch-folded graph (the default, \
+         `SileroOptions::fold_batches`; side by side with the shipped graph below). \
+         Audio: {source}. CPU = process CPU time (all threads) per window; \
          {} rounds of about {:.1} s per cell, configurations interleaved; median (best) \
          over the rounds. Runs hold at most {MAX_BATCH} rows (the service's default cap), \
          so 500 streams are 4 runs per tick.\n",
@@ -606,8 +623,27 @@ pub(crate) fn silero_section(opts: &SileroBenchOptions) -> Result<String, String
             percentile(&p.latency_us, 0.99),
         );
     }
+    let unfolded = Arc::new(load_unfolded()?);
+    md.push_str(&compare(
+        (
+            "shipped graph for every run (`fold_batches: false`, before)",
+            &unfolded,
+        ),
+        ("folded batches (the default, after)", &model),
+        &windows,
+        opts,
+    ));
     if let Some(path) = &opts.compare_model {
-        md.push_str(&compare(&model, path, &windows, opts)?);
+        let other = Arc::new(
+            SileroModel::load_from(path, SileroOptions::default()).map_err(|e| e.to_string())?,
+        );
+        let name = format!("`{}`", path.display());
+        md.push_str(&compare(
+            ("default", &model),
+            (&name, &other),
+            &windows,
+            opts,
+        ));
     }
     let _ = writeln!(md, "\n### Memory\n");
     md.push_str(&memory(&model)?);
@@ -642,54 +678,76 @@ fn max_difference(a: &SileroModel, b: &SileroModel, windows: &Windows, streams: 
     worst
 }
 
-/// The same direct measurements for another model file, next to the shipped one.
+/// Side by side, interleaved round by round: two loaded models on the model
+/// directly and through the VAD service, and their largest probability difference.
 fn compare(
-    shipped: &SileroModel,
-    path: &std::path::Path,
+    (a_name, a): (&str, &Arc<SileroModel>),
+    (b_name, b): (&str, &Arc<SileroModel>),
     windows: &Windows,
     opts: &SileroBenchOptions,
-) -> Result<String, String> {
-    let other =
-        SileroModel::load_from(path, SileroOptions::default()).map_err(|e| e.to_string())?;
-    let diff_alone = max_difference(shipped, &other, windows, 1);
-    let diff_batched = max_difference(shipped, &other, windows, 16);
-    let mut cells: Vec<[Cell; 4]> = opts.streams.iter().map(|_| Default::default()).collect();
-    for _ in 0..opts.rounds {
+) -> String {
+    let diff_alone = max_difference(a, b, windows, 1);
+    let diff_batched = max_difference(a, b, windows, 16);
+    // Per stream count: [direct, after idle, burst] x [a, b], paced [a, b].
+    let mut cells: Vec<[Cell; 6]> = opts.streams.iter().map(|_| Default::default()).collect();
+    let mut paced_cells: Vec<[Paced; 2]> =
+        opts.streams.iter().map(|_| Default::default()).collect();
+    for round in 0..opts.rounds {
+        eprintln!("model-cpu: compare round {}/{}", round + 1, opts.rounds);
         for (i, &n) in opts.streams.iter().enumerate() {
-            direct(shipped, windows, n, opts.seconds, &mut cells[i][0]);
-            direct(&other, windows, n, opts.seconds, &mut cells[i][1]);
-            after_idle(shipped, windows, n, opts.seconds, &mut cells[i][2]);
-            after_idle(&other, windows, n, opts.seconds, &mut cells[i][3]);
+            for (j, m) in [a, b].into_iter().enumerate() {
+                direct(m, windows, n, opts.seconds, &mut cells[i][j]);
+                after_idle(m, windows, n, opts.seconds, &mut cells[i][2 + j]);
+                burst(m, windows, n, opts.seconds, &mut cells[i][4 + j]);
+                paced(
+                    m,
+                    windows,
+                    n,
+                    Duration::ZERO,
+                    opts.seconds,
+                    &mut paced_cells[i][j],
+                );
+            }
         }
     }
     let mut md = String::new();
-    let _ = writeln!(md, "\n### Compared model: `{}`\n", path.display());
+    let _ = writeln!(md, "\n### Side by side: A = {a_name}, B = {b_name}\n");
     let _ = writeln!(
         md,
-        "Same direct measurements, shipped model and this one interleaved. Largest \
-         |p_shipped - p_this| over {} fixture windows: {diff_alone:.3e} one stream at a \
-         time, {diff_batched:.3e} in batches of 16 streams.\n",
+        "The measurements above, A and B interleaved in each round. Largest |p_A - p_B| \
+         over {} fixture windows: {diff_alone:.3e} one stream at a time, \
+         {diff_batched:.3e} in batches of 16 streams.\n",
         windows.count
     );
     let _ = writeln!(
         md,
-        "| streams | shipped: CPU us / window | this: CPU us / window | shipped after 32 ms idle | this after 32 ms idle |"
+        "| streams | direct: A CPU us / window | direct: B | after 32 ms idle: A | after 32 ms idle: B | service burst: A | service burst: B | service paced: A | service paced: B | paced rows per run A / B |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
+    let f = |c: &Cell| {
+        format!(
+            "{:.1} ({:.1})",
+            Cell::median(&c.cpu_us),
+            Cell::min(&c.cpu_us)
+        )
+    };
     for (i, &n) in opts.streams.iter().enumerate() {
         let c = &cells[i];
+        let p = &paced_cells[i];
         let _ = writeln!(
             md,
-            "| {n} | {:.1} ({:.1}) | {:.1} ({:.1}) | {:.1} ({:.1}) | {:.1} ({:.1}) |",
-            Cell::median(&c[0].cpu_us),
-            Cell::min(&c[0].cpu_us),
-            Cell::median(&c[1].cpu_us),
-            Cell::min(&c[1].cpu_us),
-            Cell::median(&c[2].cpu_us),
-            Cell::min(&c[2].cpu_us),
-            Cell::median(&c[3].cpu_us),
-            Cell::min(&c[3].cpu_us),
+            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} / {:.1} |",
+            f(&c[0]),
+            f(&c[1]),
+            f(&c[2]),
+            f(&c[3]),
+            f(&c[4]),
+            f(&c[5]),
+            f(&p[0].cell),
+            f(&p[1].cell),
+            Cell::median(&p[0].mean_rows),
+            Cell::median(&p[1].mean_rows),
         );
     }
-    Ok(md)
+    md
 }

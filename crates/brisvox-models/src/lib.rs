@@ -5,6 +5,7 @@
 //! wheel) on dedicated OS-thread pools, never on tokio workers.
 
 pub mod mel;
+mod onnx_wire;
 pub mod piper;
 pub mod pool;
 pub mod runtime;

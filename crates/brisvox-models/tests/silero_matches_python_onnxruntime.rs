@@ -1,10 +1,12 @@
 //! Silero probabilities equal Python onnxruntime's on every window of the goldens
-//! (tolerance 1e-6), one window at a time and as explicit batches.
+//! (tolerance 1e-6), one window at a time and as explicit batches of the shipped
+//! graph. (Batches of the batch-folded graph, the default for two rows or more:
+//! `silero_folded_batches_keep_every_speech_decision.rs`.)
 
 mod vad_common;
 
-use brisvox_models::vad::silero::{SileroBatch, SileroRate, SileroState};
-use vad_common::{TOLERANCE, goldens, max_abs_diff, model_or_skip};
+use brisvox_models::vad::silero::{SileroModel, SileroOptions, SileroRate, SileroState};
+use vad_common::{TOLERANCE, goldens, max_abs_diff, model_or_skip, run_in_shared_batches};
 
 #[test]
 fn every_window_of_every_golden_matches_one_stream_at_a_time() {
@@ -39,35 +41,18 @@ fn every_window_of_every_golden_matches_one_stream_at_a_time() {
 
 #[test]
 fn the_same_windows_match_when_all_fixtures_of_a_rate_share_each_run() {
-    let Some(model) = model_or_skip() else { return };
+    if model_or_skip().is_none() {
+        return;
+    }
+    let model = SileroModel::load_with(SileroOptions {
+        fold_batches: false,
+        ..SileroOptions::default()
+    })
+    .expect("the shipped graph loads");
     let goldens = goldens();
     for rate in [SileroRate::Hz8000, SileroRate::Hz16000] {
         let group: Vec<_> = goldens.iter().filter(|g| g.rate == rate).collect();
-        let mut states: Vec<SileroState> = group.iter().map(|_| SileroState::new(rate)).collect();
-        let mut got: Vec<Vec<f32>> = group.iter().map(|_| Vec::new()).collect();
-        let mut batch = SileroBatch::new(rate, group.len());
-        let longest = group
-            .iter()
-            .map(|g| g.probabilities.len())
-            .max()
-            .unwrap_or(0);
-        for i in 0..longest {
-            // Streams that have ended drop out, so the batch size changes over time.
-            let live: Vec<usize> = (0..group.len())
-                .filter(|&s| i < group[s].probabilities.len())
-                .collect();
-            batch.clear();
-            for &s in &live {
-                batch
-                    .push(&states[s], group[s].window(i))
-                    .expect("row fits");
-            }
-            model.run_batch(&mut batch).expect("batch runs");
-            for (row, &s) in live.iter().enumerate() {
-                got[s].push(batch.probability(row));
-                batch.write_back(row, &mut states[s]);
-            }
-        }
+        let got = run_in_shared_batches(&model, &group, &vec![0; group.len()]);
         for (s, g) in group.iter().enumerate() {
             let worst = max_abs_diff(&got[s], &g.probabilities);
             assert!(

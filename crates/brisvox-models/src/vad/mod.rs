@@ -15,6 +15,7 @@
 //! -> [`detector::VadEvent`]s.
 
 pub mod detector;
+mod fold;
 pub mod service;
 pub mod silero;
 pub mod window;
@@ -52,6 +53,14 @@ pub enum VadError {
     BatchFull {
         /// The batch's row capacity.
         capacity: usize,
+    },
+    /// The model file could not be read, or its batch-folded graph not built from it.
+    #[error("Silero model {path}: {reason}")]
+    ModelFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
     },
     /// The model's inputs or outputs are not what this code was written for.
     #[error("unexpected Silero model interface: {0}")]

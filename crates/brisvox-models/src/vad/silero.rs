@@ -9,14 +9,21 @@
 //! - [`SileroModel`] is loaded once per process and shared (`Arc`); it holds a small
 //!   set of sessions (ONNX Runtime's `run` takes `&mut`, so each session serves one
 //!   run at a time; [`SileroOptions::sessions`] of them serve that many runs at once).
+//!   Runs of two rows or more go to a second set built from the same file with the
+//!   batch folded into the convolutions' GEMMs (`vad/fold.rs`; about 3x less CPU
+//!   per window at 100 rows, `bench/results/model-cpu-silero-folded.md`;
+//!   probabilities within [`FOLDED_TOLERANCE`]); a run of
+//!   one row (a lone call) keeps the shipped graph. [`SileroOptions::fold_batches`]
+//!   turns this off.
 //! - [`SileroState`] is one stream's context and recurrent state, allocated once.
 //! - [`SileroBatch`] holds the input and output buffers of one batched run, sized
 //!   once for a row capacity and reused; rows are filled with [`SileroBatch::push`],
 //!   run with [`SileroModel::run_batch`], and read back with
 //!   [`SileroBatch::probability`] and [`SileroBatch::write_back`].
 //!
-//! Probabilities equal Python onnxruntime's on the same windows (the goldens in
-//! `tests/golden/silero/`, from `scripts/goldens/make-silero-goldens.sh`).
+//! Single windows give Python onnxruntime's probabilities (the goldens in
+//! `tests/golden/silero/`, from `scripts/goldens/make-silero-goldens.sh`, within
+//! 1e-6); batched runs of the folded graph stay within [`FOLDED_TOLERANCE`] of them.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,6 +35,7 @@ pub use ort::session::builder::GraphOptimizationLevel;
 use ort::value::TensorRef;
 
 use super::VadError;
+use super::fold;
 use crate::runtime;
 
 /// Length of one layer of the recurrent state.
@@ -38,6 +46,9 @@ pub const STATE_LAYERS: usize = 2;
 pub const STATE_LEN: usize = STATE_LAYERS * STATE_WIDTH;
 /// Longest context (16 kHz).
 const MAX_CONTEXT: usize = 64;
+/// Largest |p_folded - p_shipped| a batched run of the folded graph is allowed
+/// (float rounding of the reordered sums; the goldens' test measures about 2e-6).
+pub const FOLDED_TOLERANCE: f32 = 5e-6;
 
 /// The two sample rates the model takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -145,6 +156,9 @@ pub struct SileroOptions {
     pub intra_threads: usize,
     /// Graph optimisation level (the Python reference uses ONNX Runtime's default, all).
     pub optimization: GraphOptimizationLevel,
+    /// Run batches of two rows or more on the batch-folded graph (module docs);
+    /// `false` runs every batch on the shipped graph (half the sessions' memory).
+    pub fold_batches: bool,
 }
 
 impl Default for SileroOptions {
@@ -153,14 +167,50 @@ impl Default for SileroOptions {
             sessions: 1,
             intra_threads: 1,
             optimization: GraphOptimizationLevel::All,
+            fold_batches: true,
         }
+    }
+}
+
+/// One set of sessions of one graph.
+struct Sessions {
+    sessions: Box<[Mutex<Session>]>,
+    next: AtomicUsize,
+}
+
+impl Sessions {
+    fn build(model: &[u8], options: SileroOptions) -> Result<Self, VadError> {
+        let sessions = (0..options.sessions.max(1))
+            .map(|_| SileroModel::session(model, options).map(Mutex::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Sessions {
+            sessions: sessions.into_boxed_slice(),
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// A free session, or (all busy) the next one in turn to wait for.
+    fn guard(&self) -> MutexGuard<'_, Session> {
+        for s in self.sessions.iter() {
+            if let Ok(guard) = s.try_lock() {
+                return guard;
+            }
+        }
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.sessions.len();
+        // A panic while a run held the lock leaves the session as ONNX Runtime left
+        // it; runs share no state through it, so the next run may use it.
+        self.sessions[i]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 /// The Silero model: a small set of ONNX Runtime sessions shared by every stream.
 pub struct SileroModel {
-    sessions: Box<[Mutex<Session>]>,
-    next: AtomicUsize,
+    /// The shipped graph: single windows (and every batch without folding).
+    single: Sessions,
+    /// The batch-folded graph, for runs of two rows or more.
+    folded: Option<Sessions>,
     options: SileroOptions,
 }
 
@@ -188,17 +238,28 @@ impl SileroModel {
 
     /// Loads the model at `path`.
     pub fn load_from(path: &Path, options: SileroOptions) -> Result<Self, VadError> {
-        let sessions = (0..options.sessions.max(1))
-            .map(|_| Self::session(path, options).map(Mutex::new))
-            .collect::<Result<Vec<_>, _>>()?;
+        let bytes = std::fs::read(path).map_err(|e| VadError::ModelFile {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
+        let single = Sessions::build(&bytes, options)?;
+        let folded = if options.fold_batches {
+            let graph = fold::fold_batch(&bytes).map_err(|e| VadError::ModelFile {
+                path: path.to_owned(),
+                reason: format!("the batch-folded graph could not be built: {e}"),
+            })?;
+            Some(Sessions::build(&graph, options)?)
+        } else {
+            None
+        };
         Ok(SileroModel {
-            sessions: sessions.into_boxed_slice(),
-            next: AtomicUsize::new(0),
+            single,
+            folded,
             options,
         })
     }
 
-    fn session(path: &Path, options: SileroOptions) -> Result<Session, VadError> {
+    fn session(model: &[u8], options: SileroOptions) -> Result<Session, VadError> {
         let mut builder = runtime::session_builder()?
             .with_intra_threads(options.intra_threads.max(1))
             .map_err(ort::Error::from)?
@@ -208,7 +269,7 @@ impl SileroModel {
             .map_err(ort::Error::from)?
             .with_optimization_level(options.optimization)
             .map_err(ort::Error::from)?;
-        let session = builder.commit_from_file(path)?;
+        let session = builder.commit_from_memory(model)?;
         let names: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
         if names != INPUT_NAMES {
             return Err(VadError::ModelInterface(format!(
@@ -223,19 +284,12 @@ impl SileroModel {
         self.options
     }
 
-    /// A free session, or (all busy) the next one in turn to wait for.
-    fn session_guard(&self) -> MutexGuard<'_, Session> {
-        for s in self.sessions.iter() {
-            if let Ok(guard) = s.try_lock() {
-                return guard;
-            }
+    /// The sessions a run of `rows` rows goes to.
+    fn sessions_for(&self, rows: usize) -> &Sessions {
+        match &self.folded {
+            Some(folded) if rows > 1 => folded,
+            _ => &self.single,
         }
-        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.sessions.len();
-        // A panic while a run held the lock leaves the session as ONNX Runtime left
-        // it; runs share no state through it, so the next run may use it.
-        self.sessions[i]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Scores one window of one stream (a batch of one; allocates its buffers).
@@ -250,7 +304,8 @@ impl SileroModel {
         Ok(batch.probability(0))
     }
 
-    /// Runs every row of `batch` as one model run and stores the outputs in it.
+    /// Runs every row of `batch` as one model run and stores the outputs in it
+    /// (two rows or more on the batch-folded graph unless the options turn it off).
     pub fn run_batch(&self, batch: &mut SileroBatch) -> Result<(), VadError> {
         let rows = batch.rows;
         if rows == 0 {
@@ -258,7 +313,7 @@ impl SileroModel {
         }
         batch.pack_state();
         let row_len = batch.rate.row_len();
-        let mut session = self.session_guard();
+        let mut session = self.sessions_for(rows).guard();
         let input = TensorRef::from_array_view(([rows, row_len], &batch.input[..rows * row_len]))?;
         let state = TensorRef::from_array_view((
             [STATE_LAYERS, rows, STATE_WIDTH],

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use brisvox_models::runtime;
-use brisvox_models::vad::silero::{SileroModel, SileroOptions, SileroRate};
+use brisvox_models::vad::silero::{
+    SileroBatch, SileroModel, SileroOptions, SileroRate, SileroState,
+};
 
 /// One golden file of `tests/golden/silero/`.
 #[derive(Debug, Clone)]
@@ -124,6 +126,42 @@ pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 }
 
 pub const TOLERANCE: f32 = 1e-6;
+
+/// Every window of every golden of `group` (one rate) through `model` in explicit
+/// batches shared by the streams: stream `s` runs its window `i` at tick
+/// `starts[s] + i`, so streams join and leave and the batch size changes over time
+/// (a tick with one live stream is a run of one row). The probabilities per stream.
+pub fn run_in_shared_batches(
+    model: &SileroModel,
+    group: &[&Golden],
+    starts: &[usize],
+) -> Vec<Vec<f32>> {
+    assert_eq!(group.len(), starts.len());
+    let rate = group[0].rate;
+    let mut states: Vec<SileroState> = group.iter().map(|_| SileroState::new(rate)).collect();
+    let mut got: Vec<Vec<f32>> = group.iter().map(|_| Vec::new()).collect();
+    let mut batch = SileroBatch::new(rate, group.len());
+    let ticks = (0..group.len())
+        .map(|s| starts[s] + group[s].probabilities.len())
+        .max()
+        .unwrap_or(0);
+    for tick in 0..ticks {
+        let live: Vec<usize> = (0..group.len())
+            .filter(|&s| tick >= starts[s] && tick - starts[s] < group[s].probabilities.len())
+            .collect();
+        batch.clear();
+        for &s in &live {
+            let window = group[s].window(tick - starts[s]);
+            batch.push(&states[s], window).expect("row fits");
+        }
+        model.run_batch(&mut batch).expect("batch runs");
+        for (row, &s) in live.iter().enumerate() {
+            got[s].push(batch.probability(row));
+            batch.write_back(row, &mut states[s]);
+        }
+    }
+    got
+}
 
 /// Occupies `pool`'s only worker with a Normal job until the returned sender
 /// is used (or dropped); returns once the job runs, with its handle.

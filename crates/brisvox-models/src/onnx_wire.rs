@@ -1,0 +1,396 @@
+//! Just enough of the protobuf wire format to rewrite an ONNX model in memory.
+//!
+//! An ONNX file is a `ModelProto` message. A rewrite here decodes only the
+//! messages on the path to what it changes ([`Message::decode`] keeps every other
+//! field as opaque bytes, in order), swaps or adds fields, and encodes the path
+//! back ([`Message::encode`]); everything it did not touch is written back byte
+//! for byte. [`node`], [`constant`] and the attribute helpers build the few
+//! `NodeProto`s a rewrite adds.
+//!
+//! Field numbers are those of `onnx.proto` (ONNX 1.x, stable since IR version 3).
+
+/// Why an ONNX model could not be decoded or rewritten.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum OnnxWireError {
+    /// The bytes are not a well-formed protobuf message.
+    #[error("malformed protobuf at byte {at}: {what}")]
+    Malformed {
+        /// Offset inside the message being decoded.
+        at: usize,
+        /// What was wrong there.
+        what: &'static str,
+    },
+    /// The model does not have the structure the rewrite expects.
+    #[error("unexpected model structure: {0}")]
+    Structure(String),
+}
+
+/// `ModelProto.graph`.
+pub(crate) const MODEL_GRAPH: u32 = 7;
+/// `GraphProto.node`.
+pub(crate) const GRAPH_NODE: u32 = 1;
+/// `NodeProto.input`, `.output`, `.name`, `.op_type`, `.attribute`.
+pub(crate) const NODE_INPUT: u32 = 1;
+pub(crate) const NODE_OUTPUT: u32 = 2;
+pub(crate) const NODE_NAME: u32 = 3;
+pub(crate) const NODE_OP_TYPE: u32 = 4;
+pub(crate) const NODE_ATTRIBUTE: u32 = 5;
+/// `AttributeProto.name`, `.i`, `.t`, `.g`, `.ints`, `.type`.
+pub(crate) const ATTR_NAME: u32 = 1;
+const ATTR_I: u32 = 3;
+pub(crate) const ATTR_T: u32 = 5;
+pub(crate) const ATTR_G: u32 = 6;
+const ATTR_INTS: u32 = 8;
+const ATTR_TYPE: u32 = 20;
+/// `AttributeProto.AttributeType` values.
+const ATTR_TYPE_INT: u64 = 2;
+const ATTR_TYPE_TENSOR: u64 = 4;
+const ATTR_TYPE_INTS: u64 = 7;
+/// `TensorProto.dims`, `.data_type`, `.float_data`, `.name`, `.raw_data`.
+const TENSOR_DIMS: u32 = 1;
+const TENSOR_DATA_TYPE: u32 = 2;
+const TENSOR_FLOAT_DATA: u32 = 4;
+const TENSOR_NAME: u32 = 8;
+const TENSOR_RAW_DATA: u32 = 9;
+/// `TensorProto.DataType` values.
+const DATA_TYPE_FLOAT: u64 = 1;
+const DATA_TYPE_INT64: u64 = 7;
+
+/// One field's value, as it travels on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Value {
+    /// Wire type 0.
+    Varint(u64),
+    /// Wire type 1.
+    Fixed64([u8; 8]),
+    /// Wire type 2: a string, bytes, a sub-message or a packed repeated field.
+    Bytes(Vec<u8>),
+    /// Wire type 5.
+    Fixed32([u8; 4]),
+}
+
+/// A decoded message: its fields in wire order (repeated fields repeat).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Message {
+    pub(crate) fields: Vec<(u32, Value)>,
+}
+
+fn read_varint(bytes: &[u8], at: &mut usize) -> Result<u64, OnnxWireError> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let Some(&b) = bytes.get(*at) else {
+            return Err(OnnxWireError::Malformed {
+                at: *at,
+                what: "truncated varint",
+            });
+        };
+        *at += 1;
+        value |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return Ok(value);
+        }
+    }
+    Err(OnnxWireError::Malformed {
+        at: *at,
+        what: "varint longer than 10 bytes",
+    })
+}
+
+fn write_varint(mut value: u64, out: &mut Vec<u8>) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn take<'a>(bytes: &'a [u8], at: &mut usize, len: usize) -> Result<&'a [u8], OnnxWireError> {
+    let end =
+        at.checked_add(len)
+            .filter(|&e| e <= bytes.len())
+            .ok_or(OnnxWireError::Malformed {
+                at: *at,
+                what: "field runs past the end",
+            })?;
+    let slice = &bytes[*at..end];
+    *at = end;
+    Ok(slice)
+}
+
+impl Message {
+    /// Decodes one level of a message (sub-messages stay as bytes).
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Message, OnnxWireError> {
+        let mut fields = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let tag = read_varint(bytes, &mut at)?;
+            let number = u32::try_from(tag >> 3).map_err(|_| OnnxWireError::Malformed {
+                at,
+                what: "field number out of range",
+            })?;
+            let value = match tag & 7 {
+                0 => Value::Varint(read_varint(bytes, &mut at)?),
+                1 => Value::Fixed64(take(bytes, &mut at, 8)?.try_into().expect("8 bytes taken")),
+                2 => {
+                    let len = read_varint(bytes, &mut at)?;
+                    let len = usize::try_from(len).unwrap_or(usize::MAX);
+                    Value::Bytes(take(bytes, &mut at, len)?.to_vec())
+                }
+                5 => Value::Fixed32(take(bytes, &mut at, 4)?.try_into().expect("4 bytes taken")),
+                _ => {
+                    return Err(OnnxWireError::Malformed {
+                        at,
+                        what: "unsupported wire type",
+                    });
+                }
+            };
+            fields.push((number, value));
+        }
+        Ok(Message { fields })
+    }
+
+    /// Encodes the message.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (number, value) in &self.fields {
+            let number = u64::from(*number) << 3;
+            match value {
+                Value::Varint(v) => {
+                    write_varint(number, &mut out);
+                    write_varint(*v, &mut out);
+                }
+                Value::Fixed64(b) => {
+                    write_varint(number | 1, &mut out);
+                    out.extend_from_slice(b);
+                }
+                Value::Bytes(b) => {
+                    write_varint(number | 2, &mut out);
+                    write_varint(b.len() as u64, &mut out);
+                    out.extend_from_slice(b);
+                }
+                Value::Fixed32(b) => {
+                    write_varint(number | 5, &mut out);
+                    out.extend_from_slice(b);
+                }
+            }
+        }
+        out
+    }
+
+    /// The length-delimited values of field `number`, in order.
+    pub(crate) fn bytes(&self, number: u32) -> impl Iterator<Item = &[u8]> {
+        self.fields.iter().filter_map(move |(n, v)| match v {
+            Value::Bytes(b) if *n == number => Some(b.as_slice()),
+            _ => None,
+        })
+    }
+
+    /// The first value of string field `number`.
+    pub(crate) fn string(&self, number: u32) -> Option<&str> {
+        self.bytes(number)
+            .next()
+            .and_then(|b| std::str::from_utf8(b).ok())
+    }
+
+    /// The first varint value of field `number`.
+    fn varint(&self, number: u32) -> Option<u64> {
+        self.fields.iter().find_map(|(n, v)| match v {
+            Value::Varint(x) if *n == number => Some(*x),
+            _ => None,
+        })
+    }
+
+    fn push_bytes(&mut self, number: u32, bytes: impl Into<Vec<u8>>) {
+        self.fields.push((number, Value::Bytes(bytes.into())));
+    }
+
+    fn push_varint(&mut self, number: u32, value: u64) {
+        self.fields.push((number, Value::Varint(value)));
+    }
+}
+
+/// A float tensor's dims and values, read from a `TensorProto`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FloatTensor {
+    pub(crate) dims: Vec<usize>,
+    pub(crate) values: Vec<f32>,
+}
+
+/// Reads a float `TensorProto` (`raw_data` or `float_data`).
+pub(crate) fn float_tensor(tensor: &[u8]) -> Result<FloatTensor, OnnxWireError> {
+    let msg = Message::decode(tensor)?;
+    if msg.varint(TENSOR_DATA_TYPE) != Some(DATA_TYPE_FLOAT) {
+        return Err(OnnxWireError::Structure(
+            "a weight is not a float tensor".into(),
+        ));
+    }
+    let mut dims = Vec::new();
+    for (n, v) in &msg.fields {
+        match v {
+            Value::Varint(d) if *n == TENSOR_DIMS => dims.push(*d as usize),
+            Value::Bytes(packed) if *n == TENSOR_DIMS => {
+                let mut at = 0;
+                while at < packed.len() {
+                    dims.push(read_varint(packed, &mut at)? as usize);
+                }
+            }
+            _ => {}
+        }
+    }
+    let data = msg
+        .bytes(TENSOR_RAW_DATA)
+        .next()
+        .or_else(|| msg.bytes(TENSOR_FLOAT_DATA).next())
+        .unwrap_or_default();
+    let expected: usize = dims.iter().product();
+    if data.len() != expected * 4 {
+        return Err(OnnxWireError::Structure(format!(
+            "a weight of dims {dims:?} holds {} bytes",
+            data.len()
+        )));
+    }
+    let values = data
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().expect("chunks of 4")))
+        .collect();
+    Ok(FloatTensor { dims, values })
+}
+
+fn tensor_proto(name: &str, dims: &[usize], data_type: u64, raw: Vec<u8>) -> Vec<u8> {
+    let mut t = Message::default();
+    for &d in dims {
+        t.push_varint(TENSOR_DIMS, d as u64);
+    }
+    t.push_varint(TENSOR_DATA_TYPE, data_type);
+    t.push_bytes(TENSOR_NAME, name);
+    t.push_bytes(TENSOR_RAW_DATA, raw);
+    t.encode()
+}
+
+/// An attribute of a node under construction.
+pub(crate) enum Attr<'a> {
+    /// An `INT` attribute.
+    Int(&'a str, i64),
+    /// An `INTS` attribute.
+    Ints(&'a str, &'a [i64]),
+}
+
+fn attribute(attr: &Attr<'_>) -> Vec<u8> {
+    let mut a = Message::default();
+    match attr {
+        Attr::Int(name, v) => {
+            a.push_bytes(ATTR_NAME, *name);
+            a.push_varint(ATTR_I, *v as u64);
+            a.push_varint(ATTR_TYPE, ATTR_TYPE_INT);
+        }
+        Attr::Ints(name, vs) => {
+            a.push_bytes(ATTR_NAME, *name);
+            for v in *vs {
+                a.push_varint(ATTR_INTS, *v as u64);
+            }
+            a.push_varint(ATTR_TYPE, ATTR_TYPE_INTS);
+        }
+    }
+    a.encode()
+}
+
+/// An encoded `NodeProto` of the default domain.
+pub(crate) fn node(op: &str, inputs: &[&str], outputs: &[&str], attrs: &[Attr<'_>]) -> Vec<u8> {
+    let mut n = Message::default();
+    for i in inputs {
+        n.push_bytes(NODE_INPUT, *i);
+    }
+    for o in outputs {
+        n.push_bytes(NODE_OUTPUT, *o);
+    }
+    n.push_bytes(NODE_NAME, outputs.first().copied().unwrap_or(op));
+    n.push_bytes(NODE_OP_TYPE, op);
+    for a in attrs {
+        n.push_bytes(NODE_ATTRIBUTE, attribute(a));
+    }
+    n.encode()
+}
+
+fn constant_node(output: &str, tensor: Vec<u8>) -> Vec<u8> {
+    let mut value = Message::default();
+    value.push_bytes(ATTR_NAME, "value");
+    value.push_bytes(ATTR_T, tensor);
+    value.push_varint(ATTR_TYPE, ATTR_TYPE_TENSOR);
+    let mut n = Message::default();
+    n.push_bytes(NODE_OUTPUT, output);
+    n.push_bytes(NODE_NAME, output);
+    n.push_bytes(NODE_OP_TYPE, "Constant");
+    n.push_bytes(NODE_ATTRIBUTE, value.encode());
+    n.encode()
+}
+
+/// An encoded `Constant` node whose output `output` is a float tensor.
+pub(crate) fn constant(output: &str, dims: &[usize], values: &[f32]) -> Vec<u8> {
+    let raw = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    constant_node(output, tensor_proto(output, dims, DATA_TYPE_FLOAT, raw))
+}
+
+/// An encoded `Constant` node whose output `output` is a 1-D int64 tensor.
+pub(crate) fn constant_i64(output: &str, values: &[i64]) -> Vec<u8> {
+    let raw = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    constant_node(
+        output,
+        tensor_proto(output, &[values.len()], DATA_TYPE_INT64, raw),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_round_trips_byte_for_byte() {
+        let mut m = Message::default();
+        m.push_varint(1, 300);
+        m.push_bytes(2, "hello");
+        m.fields.push((3, Value::Fixed32([1, 2, 3, 4])));
+        m.fields.push((4, Value::Fixed64([9; 8])));
+        m.push_varint(1, u64::MAX);
+        let bytes = m.encode();
+        let back = Message::decode(&bytes).unwrap();
+        assert_eq!(back, m);
+        assert_eq!(back.encode(), bytes);
+        assert_eq!(back.string(2), Some("hello"));
+        assert_eq!(back.varint(1), Some(300));
+    }
+
+    #[test]
+    fn truncated_or_bad_bytes_are_errors_not_panics() {
+        let mut m = Message::default();
+        m.push_bytes(2, vec![7u8; 40]);
+        let bytes = m.encode();
+        for cut in 0..bytes.len() {
+            let _ = Message::decode(&bytes[..cut]);
+        }
+        assert!(Message::decode(&bytes[..10]).is_err());
+        assert!(Message::decode(&[0x0b]).is_err()); // wire type 3 (groups)
+        assert!(Message::decode(&[0x08, 0xff]).is_err()); // varint cut short
+    }
+
+    #[test]
+    fn a_constant_reads_back_as_the_tensor_written() {
+        let node =
+            Message::decode(&constant("w", &[2, 3], &[1.0, 2.0, 3.0, 4.0, 5.0, -6.5])).unwrap();
+        assert_eq!(node.string(NODE_OP_TYPE), Some("Constant"));
+        let attr = Message::decode(node.bytes(NODE_ATTRIBUTE).next().unwrap()).unwrap();
+        let t = float_tensor(attr.bytes(ATTR_T).next().unwrap()).unwrap();
+        assert_eq!(t.dims, vec![2, 3]);
+        assert_eq!(t.values, vec![1.0, 2.0, 3.0, 4.0, 5.0, -6.5]);
+    }
+
+    #[test]
+    fn an_int64_constant_is_not_read_as_floats() {
+        let node = Message::decode(&constant_i64("c", &[1, 2])).unwrap();
+        let attr = Message::decode(node.bytes(NODE_ATTRIBUTE).next().unwrap()).unwrap();
+        assert!(matches!(
+            float_tensor(attr.bytes(ATTR_T).next().unwrap()),
+            Err(OnnxWireError::Structure(_))
+        ));
+    }
+}
