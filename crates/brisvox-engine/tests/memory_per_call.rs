@@ -26,8 +26,7 @@ use brisvox_engine::sim::{RecordingSink, SimCaller};
 use brisvox_engine::turn::TurnPolicy;
 use brisvox_engine::{CallEnd, Models, VadSource, VerdictSource, run_call};
 use brisvox_models::pool::{InferencePool, PoolConfig};
-use brisvox_models::runtime::models_required;
-use brisvox_models::smart_turn::{SmartTurn, SmartTurnConfig, SmartTurnService};
+use brisvox_models::smart_turn::{SmartTurn, SmartTurnService};
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::{SileroModel, SileroRate};
 use brisvox_testkit::alloc::{CountingAllocator, live_bytes, peak_bytes, reset_peak};
@@ -45,25 +44,6 @@ const GOAL_PER_CALL: i64 = 600 * 1024;
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
-
-/// The shared models (loaded once), or `None` when they are missing and not required.
-fn real_models() -> Option<(Arc<SileroModel>, Arc<SmartTurn>)> {
-    let loaded = SileroModel::load()
-        .map_err(|e| e.to_string())
-        .and_then(|silero| {
-            SmartTurn::load(SmartTurnConfig::default())
-                .map(|turn| (Arc::new(silero), Arc::new(turn)))
-                .map_err(|e| e.to_string())
-        });
-    match loaded {
-        Ok(models) => Some(models),
-        Err(e) if !models_required() => {
-            eprintln!("skipped: models not available ({e})");
-            None
-        }
-        Err(e) => panic!("models required but not loadable: {e}"),
-    }
-}
 
 /// The models as a server shares them: one batched VAD service and one Smart
 /// Turn service (its snapshot buffers are held only while an analysis runs)

@@ -16,10 +16,9 @@ use std::sync::Arc;
 
 use brisvox_engine::{EngineConfig, Models, VadSource, VerdictSource};
 use brisvox_models::pool::{InferencePool, PoolConfig};
-use brisvox_models::runtime::models_required;
-use brisvox_models::smart_turn::{SmartTurn, SmartTurnConfig, SmartTurnService};
+use brisvox_models::smart_turn::SmartTurnService;
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
-use brisvox_models::vad::silero::{SileroModel, SileroRate};
+use brisvox_models::vad::silero::SileroRate;
 use common::*;
 
 const FIXTURES: [&str; 8] = [
@@ -32,24 +31,6 @@ const FIXTURES: [&str; 8] = [
     "librivox_0920",
     "librivox_0930",
 ];
-
-fn real_models() -> Option<(Arc<SileroModel>, Arc<SmartTurn>)> {
-    let loaded = SileroModel::load()
-        .map_err(|e| e.to_string())
-        .and_then(|silero| {
-            SmartTurn::load(SmartTurnConfig::default())
-                .map(|turn| (Arc::new(silero), Arc::new(turn)))
-                .map_err(|e| e.to_string())
-        });
-    match loaded {
-        Ok(models) => Some(models),
-        Err(e) if !models_required() => {
-            eprintln!("skipped: models not available ({e})");
-            None
-        }
-        Err(e) => panic!("models required but not loadable: {e}"),
-    }
-}
 
 #[tokio::test(start_paused = true)]
 async fn every_stop_of_a_turn_costs_one_analysis() {

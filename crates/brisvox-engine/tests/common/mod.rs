@@ -340,3 +340,28 @@ pub async fn run_with_events(
     };
     (run, seen)
 }
+
+/// Silero and Smart Turn loaded from the models folder, or `None` (with a message)
+/// when they are missing and `CI` is unset; with `CI` set a missing model fails.
+pub fn real_models() -> Option<(
+    Arc<brisvox_models::vad::silero::SileroModel>,
+    Arc<brisvox_models::smart_turn::SmartTurn>,
+)> {
+    let loaded = brisvox_models::vad::silero::SileroModel::load()
+        .map_err(|e| e.to_string())
+        .and_then(|silero| {
+            brisvox_models::smart_turn::SmartTurn::load(
+                brisvox_models::smart_turn::SmartTurnConfig::default(),
+            )
+            .map(|turn| (Arc::new(silero), Arc::new(turn)))
+            .map_err(|e| e.to_string())
+        });
+    match loaded {
+        Ok(models) => Some(models),
+        Err(e) if !brisvox_models::runtime::models_required() => {
+            eprintln!("skipped: models not available ({e})");
+            None
+        }
+        Err(e) => panic!("models required but not loadable: {e}"),
+    }
+}
