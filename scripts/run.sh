@@ -27,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # How long the first build takes (measured by scripts/first-start.sh).
-FIRST_BUILD="about 4.5 min on an idle 2-core machine (8.5 min of CPU time), much longer on a busy one; bench/results/first-start-idle.md"
+FIRST_BUILD="about 5 min on an idle 2-core machine (9 min of CPU time), much longer on a busy one; bench/results/first-start-idle.md"
 
 if ! command -v cargo >/dev/null 2>&1; then
   echo "run.sh: cargo not found: install Rust (https://rustup.rs); rust-toolchain.toml pins the version" >&2
