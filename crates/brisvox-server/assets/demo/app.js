@@ -33,7 +33,7 @@
     botSpeaking: false, ended: null, errors: [],
   };
   let ws = null, ctx = null, stream = null, capture = null, playback = null, source = null;
-  let pc = null, dc = null, remoteAudio = null, remoteSource = null, statsTimer = null;
+  let pc = null, dc = null, remoteAudio = null, remoteSource = null, remoteGate = null, statsTimer = null;
   let stopping = false, endSeen = null; // stop() in progress; what it waits for
   let botLine = null; // the transcript line of the bot's current response
   const botLines = new Map(); // turn -> the transcript line of that response
@@ -224,7 +224,9 @@
     statsTimer = setInterval(readStats, STATS_EVERY_MS);
   }
 
-  // The bot's track: played by an <audio> element, metered by the worklet.
+  // The bot's track: played by an <audio> element, metered by the worklet
+  // through a gate that is muted with the element (so the meter hears what
+  // the caller hears).
   function playTrack(remote) {
     if (!ctx || remoteAudio) return;
     remoteAudio = new Audio();
@@ -232,7 +234,18 @@
     remoteAudio.play().catch((err) => state.errors.push('playing the bot\'s track: ' + err));
     makePlayback(true);
     remoteSource = ctx.createMediaStreamSource(remote);
-    remoteSource.connect(playback);
+    remoteGate = ctx.createGain();
+    remoteSource.connect(remoteGate).connect(playback);
+  }
+
+  // Barge-in on WebRTC: the server stops sending at once, but the browser's
+  // jitter buffer still holds what it received (tens to hundreds of ms,
+  // more on a jittery network), and no page can flush it. So the bot's track
+  // is muted at `clear` until the next answer starts (`bot_speaking_started`):
+  // what the buffer held plays out unheard.
+  function muteTrack(muted) {
+    if (remoteAudio) remoteAudio.muted = muted;
+    if (remoteGate) remoteGate.gain.value = muted ? 0 : 1;
   }
 
   // The RTP counters of the audio track, both ways.
@@ -260,6 +273,7 @@
   function closePeer() {
     if (statsTimer) { clearInterval(statsTimer); statsTimer = null; }
     if (remoteSource) { remoteSource.disconnect(); remoteSource = null; }
+    if (remoteGate) { remoteGate.disconnect(); remoteGate = null; }
     if (remoteAudio) { remoteAudio.srcObject = null; remoteAudio = null; }
     if (dc) { dc.onopen = dc.onclose = dc.onmessage = null; dc = null; }
     if (pc) { pc.onconnectionstatechange = pc.ontrack = null; pc.close(); pc = null; }
@@ -347,6 +361,7 @@
         }
         break;
       case 'bot_speaking_started':
+        muteTrack(false);
         state.botSpeaking = true; $('speaking').hidden = false; break;
       case 'bot_speaking_stopped':
         state.botSpeaking = false; $('speaking').hidden = true;
@@ -367,6 +382,7 @@
         break;
       case 'clear':
         state.clears++; $('clears').textContent = state.clears;
+        muteTrack(true);
         if (playback) playback.port.postMessage({ type: 'clear' });
         addLine('(barge-in: playback cleared)', 'event');
         break;
