@@ -4,18 +4,9 @@
 //! gpt-5.1, any effort for a non-reasoning OpenAI model, an unknown
 //! `max_tokens_field`. (docs/providers/openai.md and cartesia.md cite the pages.)
 
-use brisvox_server::agent::{AgentError, AgentSettings};
+mod common;
 
-fn check(text: &str) -> Result<AgentSettings, AgentError> {
-    AgentSettings::from_toml_str(text, &|_| Some("x".into()))
-}
-
-fn invalid_key(text: &str) -> String {
-    match check(text) {
-        Err(AgentError::InvalidValue { key, .. }) => key,
-        other => panic!("expected an invalid value for {text}: {other:?}"),
-    }
-}
+use common::{check_agent as check, invalid_key};
 
 const LLM: &str = "[llm]\nprovider = \"openai_compatible\"\n[llm.openai_compatible]\napi_key = \"${OPENAI_API_KEY}\"\n";
 

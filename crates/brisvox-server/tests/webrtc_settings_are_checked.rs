@@ -3,18 +3,10 @@
 //! absent, and the values the docs rule out are refused by `brisvox check`
 //! with the key named.
 
-use brisvox_server::agent::{AgentError, AgentSettings, DEFAULT_WEBRTC_UDP_PORTS};
+mod common;
 
-fn check(text: &str) -> Result<AgentSettings, AgentError> {
-    AgentSettings::from_toml_str(text, &|_| Some("x".into()))
-}
-
-fn invalid_key(text: &str) -> String {
-    match check(text) {
-        Err(AgentError::InvalidValue { key, .. }) => key,
-        other => panic!("expected an invalid value for {text}: {other:?}"),
-    }
-}
+use brisvox_server::agent::DEFAULT_WEBRTC_UDP_PORTS;
+use common::{check_agent as check, invalid_key};
 
 #[test]
 fn the_documented_keys_are_read_and_defaulted() {

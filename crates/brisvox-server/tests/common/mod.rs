@@ -373,3 +373,18 @@ pub fn tone_frame(n: usize, loud: bool) -> Vec<u8> {
         })
         .collect()
 }
+
+/// An agent file read as `brisvox check` reads it, every variable set to "x".
+pub fn check_agent(
+    text: &str,
+) -> Result<brisvox_server::agent::AgentSettings, brisvox_server::agent::AgentError> {
+    AgentSettings::from_toml_str(text, &|_| Some("x".into()))
+}
+
+/// The key an agent file's refused value names; panics on anything else.
+pub fn invalid_key(text: &str) -> String {
+    match check_agent(text) {
+        Err(brisvox_server::agent::AgentError::InvalidValue { key, .. }) => key,
+        other => panic!("expected an invalid value for {text}: {other:?}"),
+    }
+}
