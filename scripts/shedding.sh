@@ -15,9 +15,18 @@
 # Usage: scripts/shedding.sh [--bindir DIR] [--out DIR] [--capacity N]
 #                            [--floor-ms MS] [--rounds N] [--fixture WAV]
 #                            [--ramp STEPS] [--resolution N]
+#                            [--arrivals aligned|poisson] [--fixtures LIST]
+#                            [--seed N] [--target-percent P] [--loads LIST]
 #   defaults: target/release, bench/results/shedding-<UTC date>, capacity
 #   measured by a ramp of 1,8,16,32,64,128,256 bisected to 8 calls, floor
-#   from the ramp, 2 rounds per slot of fixtures/librivox_0870.wav.
+#   from the ramp, 2 rounds per slot of fixtures/librivox_0870.wav, aligned
+#   arrivals (every slot plays the fixture from its start: ends of turn
+#   close together). --arrivals poisson: slots start as a Poisson process and
+#   each call plays one of --fixtures (default: the librivox ones) from a
+#   random point of silence, drawn from --seed (default 1); the ramp too.
+#   --target-percent P sets [limits] shed_target_load_percent of the runs
+#   with shedding (default: the server's). --loads: the load factors
+#   (default 1,1.5,2).
 # The server runs on core 0, the generator on core 1 (taskset); loopback
 # only; every server is stopped when its run ends.
 set -euo pipefail
@@ -30,6 +39,11 @@ rounds=2
 fixture=fixtures/librivox_0870.wav
 ramp_steps=1,8,16,32,64,128,256
 resolution=8
+arrivals=aligned
+fixtures=""
+seed=1
+target=""
+factors=1,1.5,2
 while [ $# -gt 0 ]; do
   case "$1" in
     --bindir) bindir="$2"; shift 2 ;;
@@ -40,20 +54,34 @@ while [ $# -gt 0 ]; do
     --fixture) fixture="$2"; shift 2 ;;
     --ramp) ramp_steps="$2"; shift 2 ;;
     --resolution) resolution="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --arrivals) arrivals="$2"; shift 2 ;;
+    --fixtures) fixtures="$2"; shift 2 ;;
+    --seed) seed="$2"; shift 2 ;;
+    --target-percent) target="$2"; shift 2 ;;
+    --loads) factors="$2"; shift 2 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) echo "shedding: unknown option $1" >&2; exit 2 ;;
   esac
 done
 for b in brisvox brisvox-bench; do
   [ -x "$bindir/$b" ] || { echo "shedding: $bindir/$b missing: cargo build --release -p brisvox-server -p brisvox-bench" >&2; exit 1; }
 done
+case "$arrivals" in
+  aligned) [ -z "$fixtures" ] || { echo "shedding: --fixtures is for --arrivals poisson" >&2; exit 2; }
+    arrival_opts=() ;;
+  poisson) fixtures="${fixtures:-fixtures/librivox_0870.wav,fixtures/librivox_0880.wav,fixtures/librivox_0890.wav,fixtures/librivox_0920.wav,fixtures/librivox_0930.wav}"
+    arrival_opts=(--arrivals poisson --fixtures "$fixtures" --seed "$seed") ;;
+  *) echo "shedding: --arrivals must be aligned or poisson" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
-cmdline="scripts/shedding.sh --bindir $bindir --out $out${capacity:+ --capacity $capacity}${floor:+ --floor-ms $floor} --rounds $rounds --fixture $fixture --ramp $ramp_steps --resolution $resolution"
+cmdline="scripts/shedding.sh --bindir $bindir --out $out${capacity:+ --capacity $capacity}${floor:+ --floor-ms $floor} --rounds $rounds --fixture $fixture --ramp $ramp_steps --resolution $resolution --arrivals $arrivals${fixtures:+ --fixtures $fixtures --seed $seed}${target:+ --target-percent $target} --loads $factors"
 
-# The agent file of a mode: mock-models.toml with load_shedding set.
+# The agent file of a mode: mock-models.toml with load_shedding set (and,
+# with shedding, the target of --target-percent).
 agent_of() {
-  local f="$out/agent-shedding-$1.toml"
-  sed "s/^\[limits\]$/[limits]\nload_shedding = $1/" bench/agents/mock-models.toml >"$f"
+  local f="$out/agent-shedding-$1.toml" extra=""
+  [ "$1" = true ] && [ -n "$target" ] && extra="\nshed_target_load_percent = $target"
+  sed "s/^\[limits\]$/[limits]\nload_shedding = $1$extra/" bench/agents/mock-models.toml >"$f"
   echo "$f"
 }
 
@@ -91,7 +119,7 @@ bench() {
     --server-pid "$spid" --metrics-url "http://127.0.0.1:$port/metrics" \
     --steps "$steps" --rounds "$rounds" --fixture "$fixture" --max-run-s 900 --client-workers 1 \
     --label "$name: brisvox serve --agent $agent, taskset -c 0; generator taskset -c 1" \
-    --out "$out/$name" "$@" 2>"$out/$name.bench.log"
+    --out "$out/$name" "${arrival_opts[@]}" "$@" 2>"$out/$name.bench.log"
   curl -s "http://127.0.0.1:$port/metrics" >"$out/$name.metrics.txt" || true
   stop_server
   rm -f "$out/$name.server.log"
@@ -111,7 +139,11 @@ print(r["result"]["largest_passing_step"] or 0, r["floor_ms"])' "$out/ramp.json"
   floor="${floor:-$ramp_floor}"
 fi
 [ -n "$floor" ] || { echo "shedding: --capacity needs --floor-ms" >&2; exit 2; }
-loads=("$capacity" "$(( (capacity * 3 + 1) / 2 ))" "$((capacity * 2))")
+# Each factor of --loads times the capacity, rounded to the nearest call.
+read -r -a loads < <(python3 -c '
+import sys
+c = int(sys.argv[1])
+print(" ".join(str(max(1, int(c * float(f) + 0.5))) for f in sys.argv[2].split(",")))' "$capacity" "$factors")
 for load in "${loads[@]}"; do
   for mode in false true; do
     agent="$off"; [ "$mode" = true ] && agent="$on"
@@ -125,16 +157,16 @@ out, capacity, floor, cmdline, load_start, started, bindir = sys.argv[1:8]
 loads = [int(x) for x in sys.argv[8:]]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
-print("# Load shedding at 1x, 1.5x and 2x the capacity, on and off (#19 item 1)\n")
+print("# Load shedding at " + ", ".join(f"{l / int(capacity):.2g}x" for l in loads) + " the capacity, on and off (#19 item 1)\n")
 print(f"- command: `{cmdline}`")
-print(f"- machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; shared with other builds and a fuzz campaign")
+print(f"- machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}")
 print(f"- build profile: {os.path.basename(os.path.normpath(bindir))} (binaries in {bindir}), {rustc}")
 print(f"- started {started}, load average at the start {load_start}, at the end {' '.join(open('/proc/loadavg').read().split()[:3])}")
-print(f"- agent: bench/agents/mock-models.toml (mock providers, Silero VAD, Smart Turn v3.2) over /call (fixture in the command), server on core 0, generator on core 1")
+print(f"- agent: bench/agents/mock-models.toml (mock providers, Silero VAD, Smart Turn v3.2) over /call (fixture(s) and arrivals in the command), server on core 0, generator on core 1; the agents of the runs: `agent-shedding-false.toml`, `agent-shedding-true.toml`")
 print(f"- capacity {capacity} calls (largest step of the ramp within the SLO, `ramp.md`); floor {float(floor):.1f} ms (1-call p50 of the ramp's warm-up); SLO: p95 V2V of the admitted calls <= floor + 250 ms, no turn lost")
 print()
-print("| load | calls at once | shedding | calls placed | admitted | refused (503) | admitted p50 / p95 V2V (ms) | SLO limit (ms) | verdict | refusals in /metrics | reasons |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+print("| load | calls at once | shedding | calls placed | admitted | refused (503) | admitted p50 / p95 V2V (ms) | SLO limit (ms) | verdict | refusals in /metrics | predicted limit at the end (Smart Turn cost, ms per call-s) | reasons |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 def refusals(path):
     try:
         text = open(path).read()
@@ -143,6 +175,16 @@ def refusals(path):
     got = re.findall(r'brisvox_calls_refused_total\{reason="([a-z_]+)"\} (\d+)', text)
     got = [f"{r} {n}" for r, n in got if n != "0"]
     return ", ".join(got) or "none"
+def predicted(path):
+    try:
+        text = open(path).read()
+    except OSError:
+        return "-"
+    calls = re.search(r'brisvox_shed_predicted_calls\{pool="smart_turn"\} (\d+)', text)
+    cost = re.search(r'brisvox_shed_call_cost\{pool="smart_turn"\} ([0-9.e+-]+)', text)
+    if not calls or not cost:
+        return "-"
+    return f"{calls.group(1)} ({float(cost.group(1)) * 1000:.2f})"
 for load in loads:
     for mode in ("false", "true"):
         name = f"load-{load}-shedding-{mode}"
@@ -154,7 +196,7 @@ for load in loads:
         factor = load / int(capacity)
         reasons = "; ".join(st["verdict"]["reasons"]) or "-"
         p = lambda k: f'{v[k]:.0f}' if k in v else "-"
-        print(f'| {factor:.2g}x | {load} | {"on" if mode == "true" else "off"} | {placed} | {s["calls"]} | {st["refused_calls"]} | {p("p50")} / {p("p95")} | {r["p95_limit_ms"]:.0f} | {st["verdict"]["outcome"]} | {refusals(f"{out}/{name}.metrics.txt")} | {reasons} |')
+        print(f'| {factor:.2g}x | {load} | {"on" if mode == "true" else "off"} | {placed} | {s["calls"]} | {st["refused_calls"]} | {p("p50")} / {p("p95")} | {r["p95_limit_ms"]:.0f} | {st["verdict"]["outcome"]} | {refusals(f"{out}/{name}.metrics.txt")} | {predicted(f"{out}/{name}.metrics.txt")} | {reasons} |')
 print()
 print("Each row is one run against a fresh server (`load-N-shedding-MODE.md/json`, the server's last /metrics scrape in `.metrics.txt`). With shedding off nothing is refused below `max_calls`, so every placed call is judged.")
 PY

@@ -32,6 +32,13 @@ pub trait PoolPressure: Send + Sync + 'static {
         let _ = active;
         self.under_pressure().then_some(Refusal::PoolPressure)
     }
+
+    /// A call was admitted (after [`PoolPressure::refusal`] let it in and
+    /// `max_calls` had room). Default: nothing.
+    fn admitted(&self) {}
+
+    /// An admitted call ended (its permit was dropped). Default: nothing.
+    fn ended(&self) {}
 }
 
 /// No pool, no pressure.
@@ -125,6 +132,7 @@ impl Admission {
             .map_err(|_| Refusal::Full {
                 max_calls: self.max_calls,
             })?;
+        self.pressure.admitted();
         Ok(CallPermit {
             admission: Arc::clone(self),
         })
@@ -187,6 +195,7 @@ pub struct CallPermit {
 
 impl Drop for CallPermit {
     fn drop(&mut self) {
+        self.admission.pressure.ended();
         if self.admission.active.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.admission.idle.notify_waiters();
         }
@@ -292,6 +301,36 @@ mod tests {
         assert_eq!(refused, Refusal::SmartTurnPressure);
         assert_eq!(refused.code(), "smart_turn_pressure");
         assert!(!a.is_ready());
+    }
+
+    /// Counts the admissions and ends it is told of.
+    #[derive(Default)]
+    struct Counting {
+        admitted: AtomicUsize,
+        ended: AtomicUsize,
+    }
+    impl PoolPressure for Arc<Counting> {
+        fn under_pressure(&self) -> bool {
+            false
+        }
+        fn admitted(&self) {
+            self.admitted.fetch_add(1, Ordering::Relaxed);
+        }
+        fn ended(&self) {
+            self.ended.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn the_pressure_is_told_of_admissions_and_ends_but_not_of_refusals() {
+        let seen = Arc::new(Counting::default());
+        let a = Admission::new(1, Box::new(Arc::clone(&seen)));
+        let permit = a.try_admit().unwrap();
+        assert!(a.try_admit().is_err(), "full");
+        assert_eq!(seen.admitted.load(Ordering::Relaxed), 1);
+        assert_eq!(seen.ended.load(Ordering::Relaxed), 0);
+        drop(permit);
+        assert_eq!(seen.ended.load(Ordering::Relaxed), 1);
     }
 
     #[test]

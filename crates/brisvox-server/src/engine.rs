@@ -127,6 +127,7 @@ impl EngineCallHandler {
                 VerdictSource::Service(service) => Some(service.clone()),
                 _ => None,
             },
+            shedding: None,
         }
     }
 

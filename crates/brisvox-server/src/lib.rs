@@ -21,7 +21,8 @@
 //!   `wire_events` (engine events as protocol events); consumers of a call's
 //!   events besides the writer: [`metrics`], `call_log` and `call_recording`
 //!   (the opt-in recorder, also fed by the reader and the writer). Also
-//!   [`admission`], [`demo`], [`model_metrics`], [`serve`] (start, signal,
+//!   [`admission`] (with [`shedding`] over the model pools' waits and
+//!   [`forecast`] over their predicted load), [`demo`], [`model_metrics`], [`serve`] (start, signal,
 //!   drain), [`drain`] (`brisvox drain`, the drain started from outside),
 //!   [`fd_limit`].
 //! - [`cli`], [`logging`], [`models`]: the command line.
@@ -43,6 +44,7 @@ pub mod demo;
 pub mod drain;
 pub mod engine;
 pub mod fd_limit;
+pub mod forecast;
 mod gate;
 pub mod handler;
 pub mod http;

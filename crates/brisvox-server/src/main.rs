@@ -69,17 +69,21 @@ type CallEngine = (
 /// (blocking: before the runtime starts).
 fn call_handler(settings: &AgentSettings) -> anyhow::Result<CallEngine> {
     let handler = EngineCallHandler::new(settings)?;
-    let model_stats = handler.model_stats();
+    let mut model_stats = handler.model_stats();
     let agent_link_totals = handler.agent_link_totals();
     let shedding = settings.limits.load_shedding.then(|| {
         ModelPressure::new(
             model_stats.vad.clone(),
             model_stats.smart_turn.clone(),
             settings.limits.shed_wait_ms,
+            settings.limits.shed_target_load_percent,
         )
     });
     let pressure: Box<dyn PoolPressure> = match shedding.flatten() {
-        Some(p) => Box::new(p),
+        Some(p) => {
+            model_stats.shedding = Some(p.report());
+            Box::new(p)
+        }
         None => handler
             .pool_pressure()
             .unwrap_or_else(|| Box::new(NoPoolPressure)),
@@ -89,6 +93,7 @@ fn call_handler(settings: &AgentSettings) -> anyhow::Result<CallEngine> {
         turn_analyzer = ?settings.turn.analyzer,
         load_shedding = settings.limits.load_shedding,
         shed_wait_ms = settings.limits.shed_wait_ms,
+        shed_target_load_percent = settings.limits.shed_target_load_percent,
         "call engine ready"
     );
     Ok((Arc::new(handler), pressure, model_stats, agent_link_totals))

@@ -27,12 +27,20 @@
 //!   `brisvox_vad_batches_total`; `brisvox_vad_queued_windows` (gauge);
 //!   `brisvox_vad_schedule_retries_total`: batch jobs the pool refused, whose
 //!   windows stayed queued and were offered again.
+//! - With `[limits] load_shedding` ([`crate::forecast`]):
+//!   `brisvox_shed_call_cost{pool}`, the estimate of the pool's busy seconds
+//!   per second of call; `brisvox_shed_predicted_calls{pool}`, the calls that
+//!   load its threads to `shed_target_load_percent` at that estimate (the
+//!   predicted limit); `brisvox_shed_wait_cap_calls`, the cap the waits set
+//!   (absent until they set one).
 
 use std::fmt::Write as _;
 
 use brisvox_models::pool::{PoolStats, TIMING_BUCKET_BOUNDS_US, TimingStats};
 use brisvox_models::smart_turn::{SmartTurnService, SmartTurnStats};
 use brisvox_models::vad::service::{VadService, VadServiceStats};
+
+use crate::shedding::{Pressure, ShedReport};
 
 /// The model services whose counters `/metrics` shows; either may be absent
 /// (energy VAD, a fixed turn verdict).
@@ -42,6 +50,8 @@ pub struct ModelStatsSource {
     pub vad: Option<VadService>,
     /// The Smart Turn executor.
     pub smart_turn: Option<SmartTurnService>,
+    /// Load shedding's estimates (`[limits] load_shedding`).
+    pub shedding: Option<ShedReport>,
 }
 
 impl ModelStatsSource {
@@ -57,6 +67,53 @@ impl ModelStatsSource {
             vad.as_ref().map(|(s, p)| (s, p)),
             turn.as_ref().map(|(s, p)| (s, p)),
         );
+        if let Some(report) = &self.shedding {
+            write_shedding(out, report);
+        }
+    }
+}
+
+fn pool_label(p: Pressure) -> &'static str {
+    match p {
+        Pressure::Pool => "vad",
+        Pressure::SmartTurn => "smart_turn",
+    }
+}
+
+/// The `brisvox_shed_*` series of the module doc.
+fn write_shedding(out: &mut String, report: &ShedReport) {
+    let (estimates, cap) = report.estimates();
+    head(
+        out,
+        "brisvox_shed_call_cost",
+        "gauge",
+        "Load shedding's estimate of a pool's busy seconds per second of call.",
+    );
+    for (pool, cost, _) in &estimates {
+        let pool = pool_label(*pool);
+        let _ = writeln!(out, "brisvox_shed_call_cost{{pool=\"{pool}\"}} {cost}");
+    }
+    head(
+        out,
+        "brisvox_shed_predicted_calls",
+        "gauge",
+        "Calls that load a pool's threads to shed_target_load_percent at that estimate.",
+    );
+    for (pool, _, calls) in &estimates {
+        let pool = pool_label(*pool);
+        let _ = writeln!(
+            out,
+            "brisvox_shed_predicted_calls{{pool=\"{pool}\"}} {calls}"
+        );
+    }
+    if let Some(cap) = cap {
+        head(
+            out,
+            "brisvox_shed_wait_cap_calls",
+            "gauge",
+            "The cap on calls the pools' waits set (absent: none).",
+        );
+        let _ = writeln!(out, "brisvox_shed_wait_cap_calls {cap}");
     }
 }
 
@@ -344,5 +401,50 @@ mod tests {
         let mut out = String::new();
         render_model_stats(&mut out, None, None);
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn the_shedding_series_show_the_forecast_and_the_wait_cap() {
+        use crate::forecast::{ForecastSettings, LoadForecast, PoolDemand};
+        use crate::shedding::{ShedState, WaitGuard, WaitSample, wait_limits};
+        use std::time::{Duration, Instant};
+
+        let demand = PoolDemand {
+            kind: Pressure::SmartTurn,
+            threads: 1,
+            prior: 0.01,
+            floor: 0.001,
+        };
+        let forecast = LoadForecast::new(ForecastSettings::with_target(0.4), vec![demand]);
+        let guard = WaitGuard::new(wait_limits(100));
+        let mut waits = ShedState::new(vec![(Pressure::SmartTurn, guard)], Duration::from_secs(2));
+        // Analyses waiting 400 ms each, sampled every 100 ms with 12 calls
+        // running: the guard presses after its confirmation, capping at 12.
+        let t0 = Instant::now();
+        for i in 0..10u64 {
+            let sample = WaitSample {
+                queued: 6,
+                started: 2 * i,
+                wait_us_total: 2 * i * 400_000,
+                timed_out: 0,
+            };
+            waits.observe(t0 + Duration::from_millis(100 * i), 12, &[sample]);
+        }
+        let mut text = String::new();
+        ModelStatsSource {
+            shedding: Some(ShedReport::new(waits, forecast)),
+            ..ModelStatsSource::default()
+        }
+        .render_into(&mut text);
+        for line in [
+            "brisvox_shed_call_cost{pool=\"smart_turn\"} 0.01",
+            "brisvox_shed_predicted_calls{pool=\"smart_turn\"} 40",
+            "brisvox_shed_wait_cap_calls 12",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing in:\n{text}"
+            );
+        }
     }
 }

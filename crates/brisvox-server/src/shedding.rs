@@ -30,9 +30,14 @@
 //! service and the Smart Turn executor, sampling their counters whenever a
 //! call arrives or `/readyz` is asked (rule 1 ignores samples too close
 //! together), with the limits of `[limits]` (`load_shedding`,
-//! `shed_wait_ms`).
+//! `shed_wait_ms`, `shed_target_load_percent`). These guards react to waits
+//! already there; before them, [`crate::forecast`] refuses a call that the
+//! predicted load of the pools has no room for (told the admissions and
+//! ends of calls, and fed the pools' run times at the same samples). A call
+//! is refused when either says so, with the reason of the one that did (the
+//! waits' first).
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use brisvox_models::pool::PoolStats;
@@ -40,16 +45,12 @@ use brisvox_models::smart_turn::SmartTurnService;
 use brisvox_models::vad::service::VadService;
 
 use crate::admission::{PoolPressure, Refusal};
+use crate::forecast::{
+    FLOOR_ANALYSES_PER_CALL_S, ForecastSettings, LoadForecast, PRIOR_ANALYSES_PER_CALL_S,
+    PoolDemand, PoolSample, VAD_FLOOR_COST, VAD_PRIOR_COST,
+};
 
-/// Which pool's wait refuses a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Pressure {
-    /// The VAD's inference pool or queue.
-    Pool,
-    /// The Smart Turn executor.
-    SmartTurn,
-}
+pub use crate::forecast::Pressure;
 
 /// One sample of a pool's counters (cumulative, as `InferencePool::stats`
 /// gives them).
@@ -283,21 +284,99 @@ fn sample_of(pool: &PoolStats, queued_elsewhere: u64) -> WaitSample {
 }
 
 /// Admission's pool pressure over the model services' waits (the module's
-/// rules).
+/// rules) and their predicted load ([`crate::forecast`]).
 #[derive(Debug)]
 pub struct ModelPressure {
     vad: Option<VadService>,
     smart_turn: Option<SmartTurnService>,
-    state: Mutex<ShedState>,
+    state: Arc<Mutex<Guards>>,
+}
+
+/// The reactive guards and the forecast, under one lock.
+#[derive(Debug)]
+struct Guards {
+    waits: ShedState,
+    forecast: LoadForecast,
+}
+
+/// The forecast's estimates, read by `/metrics` at each scrape.
+#[derive(Debug, Clone)]
+pub struct ShedReport(Arc<Mutex<Guards>>);
+
+impl ShedReport {
+    /// A report over these guards, each under the lock the report shares
+    /// with nothing else ([`ModelPressure::report`] shares its own).
+    pub fn new(waits: ShedState, forecast: LoadForecast) -> Self {
+        Self(Arc::new(Mutex::new(Guards { waits, forecast })))
+    }
+
+    /// Each pool's estimated cost (pool-seconds per call-second) and the
+    /// calls its target allows, and the wait guards' learned cap.
+    pub fn estimates(&self) -> (Vec<(Pressure, f64, usize)>, Option<usize>) {
+        let g = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        (g.forecast.estimates().collect(), g.waits.cap())
+    }
+}
+
+/// A speech-like probe for timing one Smart Turn analysis at startup.
+fn probe_pcm() -> Vec<i16> {
+    (0..4 * 16_000)
+        .map(|i| {
+            let t = f64::from(i) / 16_000.0;
+            let env = (t * 3.0 * std::f64::consts::PI).sin().abs();
+            (env * (2.0 * std::f64::consts::PI * (150.0 + 300.0 * t) * t).sin() * 6000.0) as i16
+        })
+        .collect()
+}
+
+/// The time of one Smart Turn analysis, run here on the caller's thread
+/// (the model is warm; at startup, before any call).
+fn analysis_time(turn: &SmartTurnService) -> Duration {
+    let pcm = probe_pcm();
+    (0..2)
+        .filter_map(|_| turn.model().analyze(&pcm).ok())
+        .map(|v| Duration::from_micros(v.features_us + v.model_us))
+        .min()
+        .unwrap_or(FALLBACK_ANALYSIS_TIME)
+}
+
+/// The analysis time assumed when the startup probe fails.
+const FALLBACK_ANALYSIS_TIME: Duration = Duration::from_millis(100);
+
+/// The pools the forecast watches, with their priors (the forecast's rule 1).
+fn demands(vad: Option<&VadService>, turn: Option<&SmartTurnService>) -> Vec<PoolDemand> {
+    let vad = vad.map(|v| PoolDemand {
+        kind: Pressure::Pool,
+        threads: v.pool().stats().threads.max(1),
+        prior: VAD_PRIOR_COST,
+        floor: VAD_FLOOR_COST,
+    });
+    let turn = turn.map(|t| {
+        let analysis = analysis_time(t).as_secs_f64();
+        tracing::info!(
+            analysis_ms = analysis * 1e3,
+            "load shedding: Smart Turn analysis time measured at startup"
+        );
+        PoolDemand {
+            kind: Pressure::SmartTurn,
+            threads: t.pool().stats().threads.max(1),
+            prior: analysis * PRIOR_ANALYSES_PER_CALL_S,
+            floor: analysis * FLOOR_ANALYSES_PER_CALL_S,
+        }
+    });
+    vad.into_iter().chain(turn).collect()
 }
 
 impl ModelPressure {
-    /// Pressure over `vad` and `smart_turn` with a wait limit of `wait_ms`;
-    /// `None` when neither runs (nothing to watch).
+    /// Pressure over `vad` and `smart_turn` with a wait limit of `wait_ms`
+    /// and a predicted-load target of `target_percent` of each pool's
+    /// threads; `None` when neither runs (nothing to watch). Times one
+    /// Smart Turn analysis (blocking, tens of ms): call it at startup.
     pub fn new(
         vad: Option<VadService>,
         smart_turn: Option<SmartTurnService>,
         wait_ms: u32,
+        target_percent: u32,
     ) -> Option<Self> {
         let limits = wait_limits(wait_ms);
         let mut guards = Vec::new();
@@ -307,33 +386,63 @@ impl ModelPressure {
         if smart_turn.is_some() {
             guards.push((Pressure::SmartTurn, WaitGuard::new(limits)));
         }
-        (!guards.is_empty()).then(|| Self {
+        if guards.is_empty() {
+            return None;
+        }
+        let forecast = LoadForecast::new(
+            ForecastSettings::with_target(f64::from(target_percent) / 100.0),
+            demands(vad.as_ref(), smart_turn.as_ref()),
+        );
+        let state = Guards {
+            waits: ShedState::new(guards, SHED_RAISE_EVERY),
+            forecast,
+        };
+        Some(Self {
             vad,
             smart_turn,
-            state: Mutex::new(ShedState::new(guards, SHED_RAISE_EVERY)),
+            state: Arc::new(Mutex::new(state)),
         })
     }
 
     /// The learned cap on calls, if pressure has set one.
     pub fn cap(&self) -> Option<usize> {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .cap()
+        self.lock().waits.cap()
     }
 
-    /// One sample per guard, in the guards' order.
-    fn samples(&self) -> Vec<WaitSample> {
+    /// The estimates, for `/metrics`.
+    pub fn report(&self) -> ShedReport {
+        ShedReport(Arc::clone(&self.state))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Guards> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// One sample per guard, in the guards' order, and the pools' run
+    /// counters in the forecast's order (the same order).
+    fn samples(&self) -> (Vec<WaitSample>, Vec<PoolSample>) {
         let vad = self
             .vad
             .as_ref()
-            .map(|v| sample_of(&v.pool().stats(), v.stats().queued));
-        let turn = self
-            .smart_turn
-            .as_ref()
-            .map(|t| sample_of(&t.pool().stats(), 0));
-        vad.into_iter().chain(turn).collect()
+            .map(|v| (v.pool().stats(), v.stats().queued));
+        let turn = self.smart_turn.as_ref().map(|t| (t.pool().stats(), 0));
+        let pools: Vec<_> = vad.into_iter().chain(turn).collect();
+        let waits = pools.iter().map(|(p, q)| sample_of(p, *q)).collect();
+        let busy = pools
+            .iter()
+            .map(|(p, _)| PoolSample {
+                busy_us: p.run.total_us,
+                jobs: p.run.count,
+            })
+            .collect();
+        (waits, busy)
     }
+}
+
+/// The wall clock of the server shell (the cores above take it as input).
+#[allow(clippy::disallowed_methods)]
+fn now() -> Instant {
+    Instant::now()
 }
 
 impl PoolPressure for ModelPressure {
@@ -342,19 +451,24 @@ impl PoolPressure for ModelPressure {
     }
 
     fn refusal(&self, active: usize) -> Option<Refusal> {
-        let samples = self.samples();
-        #[allow(clippy::disallowed_methods)]
-        // admission runs in the server shell, on the wall clock
-        let now = Instant::now();
-        let pressure = self
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .observe(now, active, &samples)?;
-        Some(match pressure {
+        let (waits, busy) = self.samples();
+        let now = now();
+        let mut g = self.lock();
+        let reactive = g.waits.observe(now, active, &waits);
+        g.forecast.observe(now, &busy);
+        let predicted = g.forecast.refusal(active);
+        Some(match reactive.or(predicted)? {
             Pressure::Pool => Refusal::PoolPressure,
             Pressure::SmartTurn => Refusal::SmartTurnPressure,
         })
+    }
+
+    fn admitted(&self) {
+        self.lock().forecast.admitted(now());
+    }
+
+    fn ended(&self) {
+        self.lock().forecast.ended(now());
     }
 }
 

@@ -36,6 +36,10 @@ fn out_of_range_values_name_the_key() {
         ("[vad]\nstop_threshold = 0.9", "vad.stop_threshold"),
         ("[limits]\nmax_calls = 0", "limits.max_calls"),
         (
+            "[limits]\nshed_target_load_percent = 100",
+            "limits.shed_target_load_percent",
+        ),
+        (
             "[limits]\nidle_prompt_after_s = 30\nidle_end_after_s = 10",
             "limits.idle_end_after_s",
         ),

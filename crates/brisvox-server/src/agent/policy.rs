@@ -432,10 +432,17 @@ pub struct LimitsSettings {
     /// The recent wait of the VAD or Smart Turn pool above which new calls
     /// are refused, in ms.
     pub shed_wait_ms: u32,
+    /// With `load_shedding`: a new call is refused when the calls running
+    /// and it would load the Smart Turn executor's (or the VAD pool's)
+    /// threads over this share, in percent, at their learned cost per call
+    /// (`crate::forecast`).
+    pub shed_target_load_percent: u32,
 }
 
 /// Default of `[limits] shed_wait_ms`.
 pub const DEFAULT_SHED_WAIT_MS: u32 = 100;
+/// Default of `[limits] shed_target_load_percent`.
+pub const DEFAULT_SHED_TARGET_LOAD_PERCENT: u32 = 40;
 
 impl Default for LimitsSettings {
     fn default() -> Self {
@@ -447,6 +454,7 @@ impl Default for LimitsSettings {
             idle_end_after_s: 30,
             load_shedding: true,
             shed_wait_ms: DEFAULT_SHED_WAIT_MS,
+            shed_target_load_percent: DEFAULT_SHED_TARGET_LOAD_PERCENT,
         }
     }
 }
@@ -455,6 +463,12 @@ impl LimitsSettings {
     pub(super) fn check(&self) -> Result<(), AgentError> {
         range("limits.max_calls", self.max_calls, 1, 100_000)?;
         range("limits.shed_wait_ms", self.shed_wait_ms, 10, 5000)?;
+        range(
+            "limits.shed_target_load_percent",
+            self.shed_target_load_percent,
+            5,
+            95,
+        )?;
         range(
             "limits.max_call_duration_s",
             self.max_call_duration_s,
