@@ -167,21 +167,20 @@ print(f"- capacity {capacity} calls (largest step of the ramp within the SLO, `r
 print()
 print("| load | calls at once | shedding | calls placed | admitted | refused (503) | admitted p50 / p95 V2V (ms) | SLO limit (ms) | verdict | refusals in /metrics | predicted limit at the end (Smart Turn cost, ms per call-s) | reasons |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-def refusals(path):
+def scrape(path):
     try:
-        text = open(path).read()
+        return open(path).read()
     except OSError:
+        return None
+def refusals(text):
+    if text is None:
         return "-"
     got = re.findall(r'brisvox_calls_refused_total\{reason="([a-z_]+)"\} (\d+)', text)
     got = [f"{r} {n}" for r, n in got if n != "0"]
     return ", ".join(got) or "none"
-def predicted(path):
-    try:
-        text = open(path).read()
-    except OSError:
-        return "-"
-    calls = re.search(r'brisvox_shed_predicted_calls\{pool="smart_turn"\} (\d+)', text)
-    cost = re.search(r'brisvox_shed_call_cost\{pool="smart_turn"\} ([0-9.e+-]+)', text)
+def predicted(text):
+    calls = re.search(r'brisvox_shed_predicted_calls\{pool="smart_turn"\} (\d+)', text or "")
+    cost = re.search(r'brisvox_shed_call_cost\{pool="smart_turn"\} ([0-9.e+-]+)', text or "")
     if not calls or not cost:
         return "-"
     return f"{calls.group(1)} ({float(cost.group(1)) * 1000:.2f})"
@@ -195,8 +194,9 @@ for load in loads:
         placed = s["calls"] + st["refused_calls"]
         factor = load / int(capacity)
         reasons = "; ".join(st["verdict"]["reasons"]) or "-"
+        m = scrape(f"{out}/{name}.metrics.txt")
         p = lambda k: f'{v[k]:.0f}' if k in v else "-"
-        print(f'| {factor:.2g}x | {load} | {"on" if mode == "true" else "off"} | {placed} | {s["calls"]} | {st["refused_calls"]} | {p("p50")} / {p("p95")} | {r["p95_limit_ms"]:.0f} | {st["verdict"]["outcome"]} | {refusals(f"{out}/{name}.metrics.txt")} | {predicted(f"{out}/{name}.metrics.txt")} | {reasons} |')
+        print(f'| {factor:.2g}x | {load} | {"on" if mode == "true" else "off"} | {placed} | {s["calls"]} | {st["refused_calls"]} | {p("p50")} / {p("p95")} | {r["p95_limit_ms"]:.0f} | {st["verdict"]["outcome"]} | {refusals(m)} | {predicted(m)} | {reasons} |')
 print()
 print("Each row is one run against a fresh server (`load-N-shedding-MODE.md/json`, the server's last /metrics scrape in `.metrics.txt`). With shedding off nothing is refused below `max_calls`, so every placed call is judged.")
 PY
