@@ -6,9 +6,13 @@
 # then checks the run and draws the chart.
 #
 # Usage: scripts/soak.sh [--calls N] [--minutes M] [--warmup-minutes W]
-#                        [--bindir DIR] [--out PATH] [--check]
-#   defaults: 4 calls, 2 minutes, 1 warm-up minute, target/debug, out
-#   target/soak/soak (PATH.md, PATH.json, PATH.svg).
+#                        [--gap-ms MS] [--bindir DIR] [--out PATH] [--check]
+#   defaults: 4 calls, 2 minutes, 1 warm-up minute, gap 1000 ms, target/debug,
+#   out target/soak/soak (PATH.md, PATH.json, PATH.svg).
+#   --gap-ms: after each call a slot waits an exponential gap of this mean
+#   (seeded) before its next, as callers do: identical calls placed back to
+#   back fall into step (every slot's end of turn at the same instant, round
+#   after round), which real traffic does not. 0 places them back to back.
 #   --check fails the script unless every turn of an admitted call was
 #   answered, no admitted call failed, every minute after warm-up answered
 #   turns (calls refused at admission are counted and shown, not failures),
@@ -18,15 +22,17 @@
 # The full soak of the results (bench/results/soak-*.md) is
 #   cargo build --release -p brisvox-server -p brisvox-bench
 #   scripts/soak.sh --bindir target/release --calls N --minutes 60 --warmup-minutes 5 --out bench/results/soak-DATE
-# with N = 80 % of the capacity measured over /twilio. The server runs on core
-# 0 and the generator on core 1; both bind and connect to 127.0.0.1 only and
-# are stopped when the script ends.
+# with N slots chosen so that the calls at once average 80 % of the capacity
+# measured over /twilio (a slot is busy call / (call + gap) of the time).
+# The server runs on core 0 and the generator on core 1; both bind and
+# connect to 127.0.0.1 only and are stopped when the script ends.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 calls=4
 minutes=2
 warmup=1
+gap=1000
 bindir="${CARGO_TARGET_DIR:-target}/debug"
 out="${CARGO_TARGET_DIR:-target}/soak/soak"
 check=0
@@ -35,10 +41,11 @@ while [ $# -gt 0 ]; do
     --calls) calls="$2"; shift 2 ;;
     --minutes) minutes="$2"; shift 2 ;;
     --warmup-minutes) warmup="$2"; shift 2 ;;
+    --gap-ms) gap="$2"; shift 2 ;;
     --bindir) bindir="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --check) check=1; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "soak: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -62,7 +69,7 @@ curl -sf "http://127.0.0.1:$port/readyz" >/dev/null || { echo "soak: the server 
 
 label="brisvox serve --agent bench/agents/mock-models.toml ($bindir, taskset -c 0); brisvox-bench soak over /twilio (taskset -c 1); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 taskset -c 1 "$bindir/brisvox-bench" soak --url "ws://127.0.0.1:$port/twilio" \
-  --calls "$calls" --minutes "$minutes" --warmup-minutes "$warmup" --server-pid "$spid" \
+  --calls "$calls" --minutes "$minutes" --warmup-minutes "$warmup" --gap-ms "$gap" --server-pid "$spid" \
   --metrics-url "http://127.0.0.1:$port/metrics" --label "$label" --out "$out"
 echo "soak: load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out.md"
 python3 bench/soak_chart.py "$out.json" "$out.svg"

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use crate::capacity::arrivals::Draws;
 use crate::capacity::metrics::{self, MetricsUrl, Scrape};
 use crate::capacity::{is_loopback_url, probe};
 use crate::v2v::client::{self, CallRecord, CallSettings};
@@ -35,6 +36,10 @@ pub(crate) const USAGE: &str = "usage: brisvox-bench soak --url ws://127.0.0.1:P
   --minutes M            how long (the run stops then; the calls running are ended)
   --warmup-minutes W     samples left out of the growth fits (default 5)
   --spread-ms MS         start the slots over MS (default 10000)
+  --gap-ms MS            after each call a slot waits an exponential gap of mean MS
+                         (seeded) before its next call, so calls do not fall into
+                         step (default 0: back to back)
+  --seed N               seed of the gaps (default 1)
   --server-pid PID       the server's process (required: its memory, threads, fds)
   --metrics-url URL      http://127.0.0.1:PORT/metrics: active calls, alive tasks
   --label TEXT           what was measured, in the report
@@ -49,6 +54,8 @@ struct SoakArgs {
     minutes: u64,
     warmup_minutes: u64,
     spread_ms: u64,
+    gap_ms: u64,
+    seed: u64,
     server_pid: u32,
     metrics_url: Option<MetricsUrl>,
     label: String,
@@ -67,6 +74,8 @@ fn parse(args: &[String]) -> Result<SoakArgs, String> {
         minutes: 0,
         warmup_minutes: 5,
         spread_ms: 10_000,
+        gap_ms: 0,
+        seed: 1,
         server_pid: 0,
         metrics_url: None,
         label: String::new(),
@@ -89,6 +98,16 @@ fn parse(args: &[String]) -> Result<SoakArgs, String> {
                     .map_err(|_| format!("bad value for {flag}: {v}"))?
             }
             "--spread-ms" => a.spread_ms = parse_num(flag, v)?,
+            "--gap-ms" => {
+                a.gap_ms = v
+                    .parse()
+                    .map_err(|_| format!("bad value for {flag}: {v}"))?
+            }
+            "--seed" => {
+                a.seed = v
+                    .parse()
+                    .map_err(|_| format!("bad value for {flag}: {v}"))?
+            }
             "--server-pid" => a.server_pid = parse_num(flag, v)?,
             "--metrics-url" => {
                 a.metrics_url = Some(metrics::parse_url(v).map_err(|e| format!("{e}\n\n{USAGE}"))?)
@@ -179,9 +198,11 @@ fn spawn_slots(
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let begin = tokio::time::Instant::now();
     let call_s = fx.fixture.duration_ms() / 1000.0;
+    let gap_ms = a.gap_ms as f64;
     (0..a.calls)
         .map(|slot| {
             let (fx, call, ended) = (fx.clone(), a.call.clone(), ended.clone());
+            let mut draws = Draws::new(a.seed, slot as u64);
             let start_at =
                 begin + Duration::from_millis(a.spread_ms * slot as u64 / a.calls as u64);
             tokio::spawn(async move {
@@ -202,6 +223,10 @@ fn spawn_slots(
                     if refused {
                         // Keep the offered load: wait as long as a call lasts.
                         tokio::time::sleep(Duration::from_secs_f64(call_s)).await;
+                    }
+                    if gap_ms > 0.0 {
+                        let gap = draws.exponential(gap_ms);
+                        tokio::time::sleep(Duration::from_secs_f64(gap / 1000.0)).await;
                     }
                 }
             })
@@ -341,6 +366,15 @@ fn markdown(a: &SoakArgs, header: &[String], samples: &[Sample], g: &Growth) -> 
     if !a.label.is_empty() {
         let _ = writeln!(s, "{}\n", a.label);
     }
+    let placing = if a.gap_ms == 0 {
+        "each slot places its calls back to back".to_owned()
+    } else {
+        format!(
+            "each slot waits an exponential gap of mean {} ms (seed {}) after each call",
+            a.gap_ms, a.seed
+        )
+    };
+    let _ = writeln!(s, "Slots started over {} ms; {placing}.\n", a.spread_ms);
     let _ = writeln!(
         s,
         "Growth after the first {} minutes ({} samples; memory as % of its value at the first sample after warm-up, per hour):\n",
@@ -410,7 +444,7 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
     match &a.out {
         None => print!("{md}"),
         Some(out) => {
-            let json = serde_json::json!({"header": header, "calls": a.calls, "minutes": a.minutes, "warmup_minutes": a.warmup_minutes, "label": a.label, "growth": g, "samples": samples});
+            let json = serde_json::json!({"header": header, "calls": a.calls, "minutes": a.minutes, "warmup_minutes": a.warmup_minutes, "spread_ms": a.spread_ms, "gap_ms": a.gap_ms, "seed": a.seed, "label": a.label, "growth": g, "samples": samples});
             std::fs::write(out.with_extension("md"), md).map_err(|e| e.to_string())?;
             std::fs::write(
                 out.with_extension("json"),
@@ -508,6 +542,34 @@ mod tests {
         assert_eq!(
             s.turns_lost, 1,
             "only the admitted call's unanswered turn is lost"
+        );
+    }
+
+    #[test]
+    fn gaps_and_seed_are_read_and_default_to_back_to_back() {
+        let base = [
+            "--url",
+            "ws://127.0.0.1:1/twilio",
+            "--calls",
+            "3",
+            "--minutes",
+            "1",
+        ];
+        let base = base.iter().map(|s| s.to_string());
+        let with = |extra: &[&str]| {
+            let mut v: Vec<String> = base.clone().collect();
+            v.extend(["--server-pid", "1"].iter().map(|s| s.to_string()));
+            v.extend(extra.iter().map(|s| s.to_string()));
+            parse(&v)
+        };
+        let a = with(&[]).unwrap();
+        assert_eq!((a.gap_ms, a.seed), (0, 1));
+        let a = with(&["--gap-ms", "1500", "--seed", "7"]).unwrap();
+        assert_eq!((a.gap_ms, a.seed), (1500, 7));
+        assert!(
+            with(&["--gap-ms", "soon"])
+                .unwrap_err()
+                .contains("--gap-ms")
         );
     }
 

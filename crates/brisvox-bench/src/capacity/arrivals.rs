@@ -86,7 +86,7 @@ impl Draws {
     }
 
     /// Exponential with the given mean.
-    fn exponential(&mut self, mean: f64) -> f64 {
+    pub(crate) fn exponential(&mut self, mean: f64) -> f64 {
         -mean * (1.0 - self.unit()).ln()
     }
 }
