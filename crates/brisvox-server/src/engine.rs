@@ -23,7 +23,7 @@ use brisvox_engine::{
 use brisvox_models::pool::{InferencePool, PoolConfig};
 use brisvox_models::smart_turn::{SmartTurnService, SmartTurnServiceConfig};
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
-use brisvox_models::vad::silero::{SileroModel, SileroRate};
+use brisvox_models::vad::silero::{SileroModel, SileroOptions, SileroRate};
 use tokio::sync::mpsc;
 
 use crate::admission::{DEFAULT_QUEUE_CONFIRM, PoolPressure, QueueDepthGuard};
@@ -347,25 +347,31 @@ fn turn_config(agent: &AgentSettings) -> TurnConfig {
 }
 
 /// The batched Silero service on its own pool: `[runtime] vad_threads`
-/// threads, queues sized from `[limits] max_calls`
+/// threads (0: half the cores this process may use) with a session each, queues sized from `[limits] max_calls`
 /// ([`pool_queue_capacity`](crate::agent::pool_queue_capacity) jobs per line,
 /// four windows per call, at least the service's default).
 fn silero_service(agent: &AgentSettings) -> Result<VadService, EngineSetupError> {
-    let model = SileroModel::load().map_err(|e| EngineSetupError::Model {
+    let threads = agent.runtime.vad_threads_for(crate::agent::usable_cores());
+    // One ONNX Runtime session per pool thread: a session runs one batch at a
+    // time, so with fewer the extra threads would only wait for one.
+    let options = SileroOptions {
+        sessions: threads,
+        ..SileroOptions::default()
+    };
+    let model = SileroModel::load_with(options).map_err(|e| EngineSetupError::Model {
         what: "Silero VAD",
         reason: e.to_string(),
     })?;
     let queue = crate::agent::pool_queue_capacity(agent.limits.max_calls);
     let mut pool_config = PoolConfig::named("vad");
-    if agent.runtime.vad_threads > 0 {
-        pool_config.threads = agent.runtime.vad_threads as usize;
-    }
+    pool_config.threads = threads;
     pool_config.high_capacity = queue;
     pool_config.normal_capacity = queue;
     let mut config = VadServiceConfig::new(SileroRate::Hz16000);
     config.queue_capacity = config
         .queue_capacity
         .max(4 * agent.limits.max_calls as usize);
+    tracing::info!(threads, sessions = threads, "Silero VAD pool started");
     Ok(VadService::new(
         Arc::new(model),
         InferencePool::new(pool_config),
@@ -374,19 +380,24 @@ fn silero_service(agent: &AgentSettings) -> Result<VadService, EngineSetupError>
 }
 
 /// Smart Turn through one service shared by every call: its own pool of
-/// `[runtime] smart_turn_threads` threads with `smart_turn_intra_threads`
+/// `[runtime] smart_turn_threads` threads (0: one per core this process may use) with `smart_turn_intra_threads`
 /// ONNX Runtime threads per analysis, a queue sized from `[limits] max_calls`,
 /// snapshot buffers from its free list, refused or late analyses counted as
 /// failed verdicts (the turn then waits for its fallback).
 fn smart_turn_source(agent: &AgentSettings) -> Result<VerdictSource, EngineSetupError> {
     let r = &agent.runtime;
     let mut config = SmartTurnServiceConfig {
-        threads: r.smart_turn_threads as usize,
+        threads: r.smart_turn_threads_for(crate::agent::usable_cores()),
         queue_capacity: crate::agent::pool_queue_capacity(agent.limits.max_calls),
         start_timeout: Duration::from_millis(u64::from(r.smart_turn_start_timeout_ms)),
         ..SmartTurnServiceConfig::default()
     };
     config.model.intra_threads = r.smart_turn_intra_threads as usize;
+    tracing::info!(
+        threads = config.threads,
+        intra_threads = config.model.intra_threads,
+        "Smart Turn executor starting"
+    );
     let service = SmartTurnService::start(config).map_err(|e| EngineSetupError::Model {
         what: "Smart Turn v3.2",
         reason: e.to_string(),

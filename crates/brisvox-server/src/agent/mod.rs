@@ -34,7 +34,7 @@ pub use providers::{
 pub use recording::{DEFAULT_RECORDING_MAX_DURATION_S, RecordingSettings};
 pub use runtime::{
     ENV_SMART_TURN_INTRA_THREADS, ENV_SMART_TURN_THREADS, ENV_VAD_THREADS, MIN_POOL_QUEUE,
-    RuntimeSettings, pool_queue_capacity,
+    RuntimeSettings, pool_queue_capacity, usable_cores,
 };
 pub use server::{
     AuthSettings, DEFAULT_DRAIN_ADMIT_S, DEFAULT_WEBRTC_UDP_PORTS, MAX_DRAIN_GRACE_S, RouteAuth,

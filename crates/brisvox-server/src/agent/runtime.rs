@@ -25,7 +25,8 @@ pub const MIN_POOL_QUEUE: usize = 1024;
 pub struct RuntimeSettings {
     /// Threads of the VAD pool; 0: half the cores, at least one.
     pub vad_threads: u32,
-    /// Smart Turn executor threads (analyses run at once).
+    /// Smart Turn executor threads (analyses run at once); 0: one per core
+    /// this process may use.
     pub smart_turn_threads: u32,
     /// ONNX Runtime intra-op threads of one Smart Turn analysis.
     pub smart_turn_intra_threads: u32,
@@ -38,7 +39,7 @@ impl Default for RuntimeSettings {
     fn default() -> Self {
         Self {
             vad_threads: 0,
-            smart_turn_threads: brisvox_models::smart_turn::DEFAULT_EXECUTOR_THREADS as u32,
+            smart_turn_threads: 0,
             smart_turn_intra_threads: brisvox_models::smart_turn::DEFAULT_INTRA_THREADS as u32,
             smart_turn_start_timeout_ms:
                 brisvox_models::smart_turn::service::DEFAULT_START_TIMEOUT_MS as u32,
@@ -73,7 +74,7 @@ impl RuntimeSettings {
         range(
             "runtime.smart_turn_threads",
             self.smart_turn_threads,
-            1,
+            0,
             256,
         )?;
         range(
@@ -88,6 +89,30 @@ impl RuntimeSettings {
             10,
             60_000,
         )
+    }
+}
+
+/// The cores this process may use: its CPU affinity and cgroup quota, as
+/// `std::thread::available_parallelism` reads them (1 when unknown).
+pub fn usable_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+impl RuntimeSettings {
+    /// Threads of the VAD pool: `vad_threads`, or for 0 half of `cores`, at least one.
+    pub fn vad_threads_for(&self, cores: usize) -> usize {
+        match self.vad_threads {
+            0 => (cores / 2).max(1),
+            n => n as usize,
+        }
+    }
+
+    /// Smart Turn executor threads: `smart_turn_threads`, or for 0 one per core.
+    pub fn smart_turn_threads_for(&self, cores: usize) -> usize {
+        match self.smart_turn_threads {
+            0 => cores.max(1),
+            n => n as usize,
+        }
     }
 }
 
@@ -121,9 +146,30 @@ mod tests {
         let e = r.apply_env(&bad).unwrap_err().to_string();
         assert!(e.contains(ENV_SMART_TURN_INTRA_THREADS), "{e}");
         let r = RuntimeSettings {
-            smart_turn_threads: 0,
+            smart_turn_threads: 257,
             ..RuntimeSettings::default()
         };
         assert!(r.check().is_err());
+    }
+
+    #[test]
+    fn zero_threads_follow_the_cores_the_process_may_use() {
+        let auto = RuntimeSettings::default();
+        assert_eq!(auto.smart_turn_threads, 0);
+        assert!(auto.check().is_ok());
+        assert_eq!(auto.smart_turn_threads_for(1), 1);
+        assert_eq!(auto.smart_turn_threads_for(4), 4);
+        assert_eq!(auto.smart_turn_threads_for(0), 1);
+        assert_eq!(auto.vad_threads_for(1), 1);
+        assert_eq!(auto.vad_threads_for(2), 1);
+        assert_eq!(auto.vad_threads_for(8), 4);
+        let set = RuntimeSettings {
+            vad_threads: 3,
+            smart_turn_threads: 2,
+            ..RuntimeSettings::default()
+        };
+        assert_eq!(set.smart_turn_threads_for(16), 2);
+        assert_eq!(set.vad_threads_for(16), 3);
+        assert!(usable_cores() >= 1);
     }
 }
