@@ -552,6 +552,7 @@ impl ServerMetrics {
         let mut text = String::from_utf8(buf).unwrap_or_else(bug);
         self.models.render_into(&mut text);
         render_provider_retries(&mut text);
+        render_runtime(&mut text);
         if let Some(totals) = &self.agent_link {
             let totals = *totals
                 .lock()
@@ -574,6 +575,34 @@ fn render_provider_retries(out: &mut String) {
     );
     for kind in RetryKind::ALL {
         let _ = writeln!(out, "{name}{{kind=\"{}\"}} {}", kind.label(), total(kind));
+    }
+}
+
+/// `brisvox_runtime_alive_tasks` and `brisvox_runtime_workers`: the async
+/// runtime serving this scrape, read at each scrape (a soak watches the tasks
+/// for leaks). Nothing is written outside a tokio runtime.
+fn render_runtime(out: &mut String) {
+    use std::fmt::Write as _;
+    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let m = handle.metrics();
+    for (name, help, value) in [
+        (
+            "brisvox_runtime_alive_tasks",
+            "Async tasks alive in the server's runtime (spawned and not yet finished).",
+            m.num_alive_tasks(),
+        ),
+        (
+            "brisvox_runtime_workers",
+            "Worker threads of the server's async runtime.",
+            m.num_workers(),
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {value}"
+        );
     }
 }
 
@@ -661,6 +690,37 @@ mod tests {
     use brisvox_core::timeline::{TimelineRecorder, TurnEvent};
 
     use super::*;
+
+    fn alive_tasks(text: &str) -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix("brisvox_runtime_alive_tasks "))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no alive tasks in\n{text}"))
+    }
+
+    #[test]
+    fn the_runtime_s_alive_tasks_are_counted_at_each_scrape() {
+        let m = ServerMetrics::new();
+        assert!(
+            !m.render().contains("brisvox_runtime_alive_tasks"),
+            "outside a runtime there is nothing to read"
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let before = alive_tasks(&m.render());
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            let task = tokio::spawn(async move {
+                let _ = rx.await;
+            });
+            assert_eq!(alive_tasks(&m.render()), before + 1);
+            tx.send(()).unwrap();
+            task.await.unwrap();
+            assert_eq!(alive_tasks(&m.render()), before);
+            assert!(m.render().contains("brisvox_runtime_workers 1"));
+        });
+    }
 
     #[test]
     fn every_metric_renders_in_base_units_from_the_start() {
