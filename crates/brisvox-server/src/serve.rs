@@ -324,8 +324,9 @@ pub fn ready_banner(addr: std::net::SocketAddr, agent: &AgentSettings) -> String
     };
     format!(
         "brisvox is ready: open http://{host}:{port}/ in a browser, press Start and speak.\n\
-         brisvox uses STT {stt}, LLM {llm}, TTS {tts}; calls also on /call and /twilio. Ctrl-C stops it.",
+         brisvox uses STT {stt}, LLM {llm}, TTS {tts}; calls also on {routes}. Ctrl-C stops it.",
         port = addr.port(),
+        routes = call_routes(agent),
         stt = what(agent.stt.provider.as_str(), "local Whisper tiny.en"),
         llm = what(
             agent.llm.provider.as_str(),
@@ -333,6 +334,21 @@ pub fn ready_banner(addr: std::net::SocketAddr, agent: &AgentSettings) -> String
         ),
         tts = what(agent.tts.provider.as_str(), "local voice"),
     )
+}
+
+/// The call routes `agent` serves, for the banner: `/call`, WebRTC's
+/// `/webrtc/offer`, and each carrier's route that is on (`/twilio` always,
+/// the others with their `[telephony.*]` table).
+fn call_routes(agent: &AgentSettings) -> String {
+    let carriers = brisvox_transport::Carrier::ALL
+        .into_iter()
+        .filter(|&c| agent.telephony.route_enabled(c))
+        .map(|c| format!("/{}", c.as_str()));
+    let routes: Vec<String> = ["/call".to_owned(), "/webrtc/offer (WebRTC)".to_owned()]
+        .into_iter()
+        .chain(carriers)
+        .collect();
+    routes.join(", ")
 }
 
 /// `brisvox serve`: raises the open-file limit, starts, waits for a signal,
@@ -382,5 +398,21 @@ mod tests {
         assert!(banner.contains("LLM mock"), "{banner}");
         let banner = ready_banner("[::1]:9000".parse().unwrap(), &agent);
         assert!(banner.contains("http://[::1]:9000/"), "{banner}");
+    }
+
+    #[test]
+    fn the_banner_names_the_call_routes_that_are_on() {
+        let mut agent = AgentSettings::mock_defaults();
+        let banner = ready_banner("127.0.0.1:8080".parse().unwrap(), &agent);
+        assert!(
+            banner.contains("calls also on /call, /webrtc/offer (WebRTC), /twilio."),
+            "{banner}"
+        );
+        agent.telephony.telnyx = Some(Default::default());
+        let banner = ready_banner("127.0.0.1:8080".parse().unwrap(), &agent);
+        assert!(
+            banner.contains("/webrtc/offer (WebRTC), /twilio, /telnyx."),
+            "{banner}"
+        );
     }
 }

@@ -34,8 +34,12 @@ use crate::handler::{CallStart, CallTransport};
 use crate::route::{Outcome, RouteIo, START_TIMEOUT, Wire, WriterCmd, drive_call, finish, now};
 use crate::state::AppState;
 
-/// How long a closing call keeps its socket to deliver its `end` event.
-const CLOSE_LINGER: Duration = Duration::from_millis(300);
+/// The longest a closing call keeps its socket for the client to
+/// acknowledge its last events (`end`): SCTP resends a lost chunk after its
+/// retransmission timeout (at least 1 s, doubling), so this covers the first
+/// send and two resends. A client that acknowledges (the usual case: one
+/// round trip and its delayed SACK, up to 200 ms) ends it sooner.
+const CLOSE_ACK_LIMIT: Duration = Duration::from_secs(4);
 
 /// Largest signalling request body (an offer's SDP is a few KiB).
 const MAX_OFFER_BYTES: usize = 64 * 1024;
@@ -527,19 +531,23 @@ impl Wire for PeerWire {
     }
 }
 
-/// Keeps the peer running a moment after the last event, so the data
-/// channel can deliver it (and resend it if a datagram was lost).
+/// Keeps the peer running after the last event until the client has
+/// acknowledged every event on the data channel (resending what was lost),
+/// the peer is gone, or [`CLOSE_ACK_LIMIT`].
 async fn linger(shared: &Shared) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
-    let until = now() + CLOSE_LINGER;
-    while now() < until {
-        let timeout = {
+    let until = now() + CLOSE_ACK_LIMIT;
+    loop {
+        let (timeout, delivered) = {
             let mut locked = shared.lock();
             let timeout = shared.drain(&mut locked);
             locked.events.clear();
-            timeout
+            (timeout, locked.peer.unacked_event_bytes() == 0)
         };
         let Some(timeout) = timeout else { return };
+        if delivered || now() >= until {
+            return;
+        }
         if !step(shared, &mut buf, timeout.min(until)).await {
             return;
         }
@@ -558,6 +566,25 @@ mod tests {
         assert_eq!(ip("localhost:8080").as_deref(), Some("127.0.0.1"));
         assert_eq!(ip("10.1.2.3").as_deref(), Some("10.1.2.3"));
         assert_eq!(ip("example.invalid:8080"), None);
+    }
+
+    #[test]
+    fn the_candidate_is_public_ip_then_udp_ip_then_the_host_header() {
+        let mut settings = WebRtcSettings::default();
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, "10.1.2.3:8080".parse().unwrap());
+        let ip = |s: &WebRtcSettings, h: &HeaderMap| candidate_ip(s, h).map(|ip| ip.to_string());
+        assert_eq!(ip(&settings, &headers).as_deref(), Some("10.1.2.3"));
+        assert_eq!(ip(&settings, &HeaderMap::new()), None);
+        settings.udp_ip = "127.0.0.1".parse().unwrap();
+        assert_eq!(ip(&settings, &headers).as_deref(), Some("127.0.0.1"));
+        // Behind a 1:1 NAT: the mapped address, whatever the socket binds.
+        settings.public_ip = Some("203.0.113.7".parse().unwrap());
+        assert_eq!(ip(&settings, &headers).as_deref(), Some("203.0.113.7"));
+        assert_eq!(
+            ip(&settings, &HeaderMap::new()).as_deref(),
+            Some("203.0.113.7")
+        );
     }
 
     #[test]

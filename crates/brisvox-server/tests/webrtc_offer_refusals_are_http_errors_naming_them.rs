@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use brisvox_server::handler::EchoCallHandler;
 use brisvox_testkit::eventually_some_async;
+use brisvox_testkit::webrtc::Caller;
 
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
@@ -19,9 +20,10 @@ fn offer_body(sdp: &str) -> String {
     serde_json::json!({"type": "offer", "sdp": sdp, "call_id": "refusals-1"}).to_string()
 }
 
-/// A real client's offer (its candidate's port is never used).
-fn valid_offer() -> String {
-    offer_body(&common::webrtc::offer_from("127.0.0.1:9".parse().unwrap()).sdp)
+/// A real client's offer (the caller is never connected).
+async fn valid_offer() -> String {
+    let caller = Caller::on_loopback().await.expect("a caller");
+    offer_body(&caller.offer)
 }
 
 async fn post(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &str) -> u16 {
@@ -46,7 +48,7 @@ async fn without_the_call_token_the_offer_is_a_401() {
     let agent = "[server.auth.call]\ntoken = \"${CALL_TOKEN}\"\naccept = \"bearer_or_query\"\n";
     let srv = common::server_with(agent, Arc::new(EchoCallHandler)).await;
     let addr = srv.local_addr();
-    let offer = valid_offer();
+    let offer = valid_offer().await;
     assert_eq!(post(addr, "/webrtc/offer", &[JSON], &offer).await, 401);
     let wrong = [JSON, ("Authorization", "Bearer wrong")];
     assert_eq!(post(addr, "/webrtc/offer", &wrong, &offer).await, 401);
@@ -65,7 +67,7 @@ async fn without_the_call_token_the_offer_is_a_401() {
 async fn a_request_the_server_cannot_use_is_a_400_or_415_naming_it() {
     let srv = common::server_with("[limits]\nmax_calls = 1\n", Arc::new(EchoCallHandler)).await;
     let addr = srv.local_addr();
-    let offer = valid_offer();
+    let offer = valid_offer().await;
     for content_type in [
         "text/plain;charset=UTF-8",
         "application/x-www-form-urlencoded",
@@ -119,11 +121,11 @@ async fn a_full_or_draining_server_is_a_503_naming_why() {
     let addr = srv.local_addr();
     // The first call holds the one slot from its answer on (it never connects).
     assert_eq!(
-        post(addr, "/webrtc/offer", &[JSON], &valid_offer()).await,
+        post(addr, "/webrtc/offer", &[JSON], &valid_offer().await).await,
         200
     );
     assert_eq!(
-        refused(addr, &[JSON], &valid_offer()).await,
+        refused(addr, &[JSON], &valid_offer().await).await,
         (503, "server_full".to_owned())
     );
     let (end_tx, end_rx) = tokio::sync::oneshot::channel::<()>();
@@ -134,7 +136,7 @@ async fn a_full_or_draining_server_is_a_503_naming_why() {
     let drain = tokio::spawn(srv.drain_with(plan, async move {
         let _ = end_rx.await;
     }));
-    let offer = valid_offer();
+    let offer = valid_offer().await;
     let code = eventually_some_async(common::WAIT, "an offer refused as draining", || async {
         let (status, code) = refused(addr, &[JSON], &offer).await;
         assert_eq!(status, 503, "{code}");
@@ -163,7 +165,7 @@ async fn no_free_udp_port_is_a_503_naming_it() {
     let srv = common::server_with(&agent, Arc::new(EchoCallHandler)).await;
     let addr = srv.local_addr();
     assert_eq!(
-        refused(addr, &[JSON], &valid_offer()).await,
+        refused(addr, &[JSON], &valid_offer().await).await,
         (503, "no_udp_port".to_owned())
     );
     // The refused call gave its one slot back.
@@ -173,7 +175,7 @@ async fn no_free_udp_port_is_a_503_naming_it() {
     );
     drop(taken);
     assert_eq!(
-        post(addr, "/webrtc/offer", &[JSON], &valid_offer()).await,
+        post(addr, "/webrtc/offer", &[JSON], &valid_offer().await).await,
         200
     );
     srv.drain(Duration::ZERO).await;

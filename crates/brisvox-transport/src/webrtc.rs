@@ -489,6 +489,16 @@ impl WebRtcPeer {
         self.dropped_events
     }
 
+    /// Bytes of events written to the data channel that the client has not
+    /// acknowledged yet (SCTP's buffered amount falls as the client's SACKs
+    /// arrive); 0 without an open channel. A closing server waits for 0 so
+    /// that its last event, `end`, is delivered (resent if it was lost).
+    pub fn unacked_event_bytes(&mut self) -> usize {
+        self.channel
+            .and_then(|id| self.rtc.channel(id))
+            .map_or(0, |mut ch| ch.buffered_amount())
+    }
+
     /// Closes the peer connection (nothing more is sent or received).
     pub fn close(&mut self) {
         self.rtc.disconnect();

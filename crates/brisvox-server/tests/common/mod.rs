@@ -4,7 +4,6 @@
 pub mod agent_link;
 pub mod carrier;
 pub mod rest;
-pub mod webrtc;
 
 use std::cell::RefCell;
 use std::net::SocketAddr;

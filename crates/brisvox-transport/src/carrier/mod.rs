@@ -117,6 +117,15 @@ pub enum Carrier {
 }
 
 impl Carrier {
+    /// Every carrier, in the order routes and reports list them.
+    pub const ALL: [Carrier; 5] = [
+        Self::Twilio,
+        Self::Telnyx,
+        Self::Plivo,
+        Self::Vonage,
+        Self::Exotel,
+    ];
+
     /// Lower-case name, used in routes, logs and metrics.
     pub fn as_str(self) -> &'static str {
         match self {
