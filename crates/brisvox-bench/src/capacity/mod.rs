@@ -642,6 +642,7 @@ mod tests {
     fn call(v2v: &[f64], late: u64, error: bool) -> CallRecord {
         CallRecord {
             fixture: "f".into(),
+            transport: "call",
             error: error.then(|| "x".to_string()),
             turns: v2v
                 .iter()

@@ -181,6 +181,7 @@ mod tests {
     fn call(fixture: &str, langs: &[&str], v2v: &[Option<f64>], error: bool) -> CallRecord {
         CallRecord {
             fixture: fixture.into(),
+            transport: "call",
             error: error.then(|| "broke".to_string()),
             turns: v2v
                 .iter()

@@ -33,21 +33,12 @@ use super::client::{
 };
 use super::{schedule, turns};
 
-/// Every carrier whose route brisvox serves.
-const CARRIERS: [Carrier; 5] = [
-    Carrier::Twilio,
-    Carrier::Telnyx,
-    Carrier::Plivo,
-    Carrier::Vonage,
-    Carrier::Exotel,
-];
-
 /// The carrier whose route `url` is (its path ends in `/twilio`, `/telnyx`,
 /// `/plivo`, `/vonage` or `/exotel`), if any.
 pub(crate) fn carrier_of_url(url: &str) -> Option<Carrier> {
     let path = url.split(['?', '#']).next()?;
     let last = path.rsplit('/').next()?;
-    CARRIERS.into_iter().find(|c| c.as_str() == last)
+    Carrier::ALL.into_iter().find(|c| c.as_str() == last)
 }
 
 /// The encoding a carrier streams when none is asked for: mu-law on the
@@ -374,7 +365,7 @@ mod tests {
             carrier_of_url("ws://127.0.0.1:8080/telnyx?token=x"),
             Some(Carrier::Telnyx)
         );
-        for c in CARRIERS {
+        for c in Carrier::ALL {
             let url = format!("ws://h:1/{}", c.as_str());
             assert_eq!(carrier_of_url(&url), Some(c));
         }

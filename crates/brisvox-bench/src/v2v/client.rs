@@ -35,6 +35,29 @@ pub(crate) struct CallSettings {
     /// The encoding of a call over a carrier's route (`None`: the carrier's
     /// default, [`super::carrier`]); `/call` streams PCM16.
     pub(crate) codec: Option<brisvox_transport::AudioCodec>,
+    /// How the call is placed: over the URL's route, or over WebRTC beside
+    /// its `/call` ([`super::webrtc`]).
+    pub(crate) transport: Transport,
+}
+
+/// How a call is placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Transport {
+    /// The URL's websocket route: `/call`, or a carrier's as that carrier
+    /// places it.
+    Url,
+    /// WebRTC: the offer to `/webrtc/offer` beside the URL's `/call`.
+    WebRtc,
+}
+
+impl Transport {
+    /// Its name in `--transports` and in reports.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Transport::Url => "call",
+            Transport::WebRtc => "webrtc",
+        }
+    }
 }
 
 /// A fixture cut into frames, shared by all calls that play it.
@@ -82,6 +105,8 @@ impl PreparedFixture {
 pub(crate) struct CallRecord {
     /// Fixture name.
     pub(crate) fixture: String,
+    /// How it was placed: `call` (the URL's route) or `webrtc`.
+    pub(crate) transport: &'static str,
     /// Why the call failed (could not connect, refused, broke, error event);
     /// `None` for a call that ran to its end.
     pub(crate) error: Option<String>,
@@ -120,6 +145,7 @@ impl CallRecord {
     pub(crate) fn empty(fx: &PreparedFixture) -> CallRecord {
         CallRecord {
             fixture: fx.fixture.sidecar.name.clone(),
+            transport: Transport::Url.name(),
             error: None,
             turns: Vec::new(),
             languages: fx
@@ -176,6 +202,9 @@ pub(crate) async fn run_call(
     fx: Arc<PreparedFixture>,
     call_id: &str,
 ) -> CallRecord {
+    if settings.transport == Transport::WebRtc {
+        return super::webrtc::run_call(settings, fx, call_id).await;
+    }
     if let Some(carrier) = super::carrier::carrier_of_url(&settings.url) {
         return super::carrier::run_call(settings, fx, call_id, carrier).await;
     }

@@ -126,6 +126,7 @@ mod tests {
     fn call(metrics: Vec<serde_json::Value>) -> CallRecord {
         CallRecord {
             fixture: "f".into(),
+            transport: "call",
             error: None,
             turns: Vec::new(),
             languages: Vec::new(),

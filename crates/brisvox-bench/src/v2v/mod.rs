@@ -13,6 +13,11 @@
 //! `/exotel`) places each call as that carrier does instead ([`carrier`]),
 //! in `--codec` (the carrier's default when not given) at the fixture's rate.
 //!
+//! `--transports call,webrtc` places the calls in turn over the URL's
+//! route and over WebRTC beside it ([`webrtc`]: the offer to
+//! `/webrtc/offer`, the same fixtures and schedule), against one server, and
+//! the report sets the transports side by side.
+//!
 //! `--sim` starts the brisvox server in this process with an agent file of
 //! mock providers ([`sim`]) and states the floor of every turn; the engine's
 //! own stage times come from the servers' `turn_metrics` when present ([`hops`]).
@@ -24,17 +29,20 @@ pub(crate) mod fixture;
 pub(crate) mod header;
 pub(crate) mod hops;
 pub(crate) mod schedule;
+pub(crate) mod side_by_side;
 pub(crate) mod sim;
 pub(crate) mod stats;
 pub(crate) mod turns;
+pub(crate) mod webrtc;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use aggregate::Aggregate;
 use brisvox_transport::AudioCodec;
-use client::{CallRecord, CallSettings, PreparedFixture};
+use client::{CallRecord, CallSettings, PreparedFixture, Transport};
 use hops::EngineHops;
+use side_by_side::SideBySide;
 use sim::{SimInfo, SimServer};
 
 /// Usage of `v2v`.
@@ -43,6 +51,9 @@ pub(crate) const USAGE: &str =
   --url URL               server websocket URL (or BRISVOX_BENCH_URL); a path ending in
                           /twilio, /telnyx, /plivo, /vonage or /exotel places the calls
                           as that carrier does
+  --transports LIST       call, webrtc or call,webrtc: over the URL's route, over WebRTC
+                          (the offer to /webrtc/offer beside the URL's /call), or both in
+                          turn, call by call, side by side in the report (default call)
   --codec CODEC           a carrier route's encoding: mulaw, alaw or pcm16, at the
                           fixture's rate (default mulaw on Twilio, Telnyx and Plivo,
                           pcm16 on Vonage and Exotel); refused where the carrier does
@@ -88,6 +99,8 @@ pub(crate) struct V2vArgs {
     pub(crate) route: String,
     /// The `--sim` server's runtime threads.
     pub(crate) server_workers: usize,
+    /// How the calls are placed, in turn (`--transports`).
+    pub(crate) transports: Vec<Transport>,
 }
 
 /// Parses a positive number for `flag`.
@@ -109,6 +122,7 @@ pub(crate) fn default_call_settings() -> CallSettings {
         linger_ms: 800,
         connect_timeout_ms: 5000,
         codec: None,
+        transport: Transport::Url,
     }
 }
 
@@ -133,6 +147,7 @@ pub(crate) fn parse_with(args: &[String], usage: &str) -> Result<V2vArgs, String
         agent: PathBuf::from(sim::DEFAULT_AGENT),
         route: String::new(),
         server_workers: 2,
+        transports: vec![Transport::Url],
     };
     let mut url_given = false;
     let mut it = args.iter();
@@ -155,6 +170,7 @@ pub(crate) fn parse_with(args: &[String], usage: &str) -> Result<V2vArgs, String
             }
             "--route" => a.route = v.clone(),
             "--codec" => a.call.codec = Some(parse_codec(v)?),
+            "--transports" => a.transports = parse_transports(v)?,
             "--server-workers" => a.server_workers = parse_num(flag, v)?,
             "--fixture" => a.fixtures.push(PathBuf::from(v)),
             "--runs" => a.runs = parse_num(flag, v)?,
@@ -185,6 +201,22 @@ pub(crate) fn parse_with(args: &[String], usage: &str) -> Result<V2vArgs, String
             .push(PathBuf::from("fixtures/en_two_utterances.wav"));
     }
     Ok(a)
+}
+
+/// `--transports`: `call`, `webrtc`, comma-separated, each at most once.
+fn parse_transports(v: &str) -> Result<Vec<Transport>, String> {
+    let mut out = Vec::new();
+    for name in v.split(',') {
+        let t = [Transport::Url, Transport::WebRtc]
+            .into_iter()
+            .find(|t| t.name() == name.trim())
+            .ok_or_else(|| format!("bad value for --transports: {v} (call, webrtc)"))?;
+        if out.contains(&t) {
+            return Err(format!("bad value for --transports: {v} (twice {name})"));
+        }
+        out.push(t);
+    }
+    Ok(out)
 }
 
 /// A codec's name, as `--codec` takes it.
@@ -228,6 +260,30 @@ fn wire_line(
     ))
 }
 
+/// The wire of the WebRTC calls, for the report.
+const WEBRTC_WIRE: &str = "\n- wire (webrtc): POST /webrtc/offer beside /call, then ICE-lite, DTLS-SRTP and SCTP over loopback UDP; Opus at 32 kbit/s with in-band FEC both ways (the caller's at the fixture's rate), events on the data channel; V2V taken when the bot's packet is read and decoded (the caller has no jitter buffer: a browser plays later by its jitter buffer's delay)";
+
+/// WebRTC calls go beside a `/call` route, at a rate Opus takes.
+fn check_webrtc(target: &str, fixtures: &[Arc<PreparedFixture>]) -> Result<(), String> {
+    let route = target.split('?').next().unwrap_or_default();
+    if !(route.is_empty() || route == "/call" || route.ends_with("/call")) {
+        return Err(format!(
+            "--transports webrtc goes with the /call route (the offer goes beside it): {}",
+            redact(target)
+        ));
+    }
+    for f in fixtures {
+        let rate = f.fixture.sidecar.sample_rate_hz;
+        if ![8_000, 12_000, 16_000, 24_000, 48_000].contains(&rate) {
+            let name = &f.fixture.sidecar.name;
+            return Err(format!(
+                "--transports webrtc: {name} is at {rate} Hz; Opus takes 8, 12, 16, 24 or 48 kHz"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A URL with any `token=` query value hidden, for printing.
 pub(crate) fn redact(url: &str) -> String {
     match url.find("token=") {
@@ -257,11 +313,28 @@ pub(crate) async fn run_calls(
     concurrency: usize,
     id_prefix: &str,
 ) -> Vec<CallRecord> {
+    let transports = [call.transport];
+    run_interleaved(call, &transports, fixtures, runs, concurrency, id_prefix).await
+}
+
+/// [`run_calls`] with the calls placed over `transports` in turn: call `i`
+/// over `transports[i % n]` with fixture `(i / n) % fixtures`, so that each
+/// fixture is played over every transport in a row.
+pub(crate) async fn run_interleaved(
+    call: &CallSettings,
+    transports: &[Transport],
+    fixtures: &[Arc<PreparedFixture>],
+    runs: usize,
+    concurrency: usize,
+    id_prefix: &str,
+) -> Vec<CallRecord> {
     let gate = Arc::new(tokio::sync::Semaphore::new(concurrency.max(1)));
     let mut tasks = Vec::with_capacity(runs);
+    let n = transports.len().max(1);
     for i in 0..runs {
-        let fx = fixtures[i % fixtures.len()].clone();
-        let call = call.clone();
+        let fx = fixtures[(i / n) % fixtures.len()].clone();
+        let mut call = call.clone();
+        call.transport = transports.get(i % n).copied().unwrap_or(call.transport);
         let gate = gate.clone();
         let id = format!("{id_prefix}-{i}");
         tasks.push(tokio::spawn(async move {
@@ -323,7 +396,11 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
     let mut a = parse(args)?;
     let fixtures = prepare_fixtures(&a.fixtures)?;
     let target = if a.sim { &a.route } else { &a.call.url };
-    let wire = wire_line(target, &a.call, &fixtures)?;
+    let mut wire = wire_line(target, &a.call, &fixtures)?;
+    if a.transports.contains(&Transport::WebRtc) {
+        check_webrtc(target, &fixtures)?;
+        wire.push_str(WEBRTC_WIRE);
+    }
     let header = header::header_lines();
     let server = if a.sim {
         let s = SimServer::start(&sim::resolve_agent(&a.agent), a.server_workers)?;
@@ -339,7 +416,14 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
     };
     let rt = runtime(a.client_workers)?;
     let started = std::time::Instant::now();
-    let calls = rt.block_on(run_calls(&a.call, &fixtures, a.runs, a.concurrency, "v2v"));
+    let calls = rt.block_on(run_interleaved(
+        &a.call,
+        &a.transports,
+        &fixtures,
+        a.runs,
+        a.concurrency,
+        "v2v",
+    ));
     let wall_s = started.elapsed().as_secs_f64();
     let sim_info = server.map(|s| {
         let info = s.info.clone();
@@ -357,6 +441,10 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
         wall_s,
     };
     let mut md = markdown(&a, &fixtures, &report, &agg, &calls);
+    let side = (a.transports.len() > 1).then(|| SideBySide::of(&a.transports, &calls));
+    if let Some(side) = &side {
+        md.push_str(&side.markdown());
+    }
     md.push_str(&sim_markdown(sim_info.as_ref(), excess.as_ref(), &hops));
     let json = serde_json::json!({
         "schema": "brisvox-bench/v2v/1",
@@ -372,6 +460,8 @@ pub(crate) fn main(args: &[String]) -> Result<(), String> {
         "speaking_hold_ms": turns::SPEAKING_HOLD_US / 1000,
         "wall_s": wall_s,
         "summary": agg,
+        "transports": a.transports.iter().map(|t| t.name()).collect::<Vec<_>>(),
+        "side_by_side": side,
         "sim": sim_info.as_ref().map(|i| serde_json::json!({
             "server": i,
             "excess_over_floor": excess,
@@ -489,7 +579,12 @@ fn markdown(
     agg: &Aggregate,
     calls: &[CallRecord],
 ) -> String {
-    let mut s = String::from("# Voice-to-voice over the websocket (brisvox-bench v2v)\n\n");
+    let title = if a.transports.contains(&Transport::WebRtc) {
+        "# Voice-to-voice over the websocket and WebRTC (brisvox-bench v2v)\n\n"
+    } else {
+        "# Voice-to-voice over the websocket (brisvox-bench v2v)\n\n"
+    };
+    let mut s = String::from(title);
     for l in report.header {
         s.push_str(l);
         s.push('\n');
@@ -615,6 +710,29 @@ mod tests {
         assert!(codec.unwrap_err().contains("bad value for --codec: opus"));
         let route = parse(&args(&["--sim", "--route", "telnyx"]));
         assert!(route.unwrap_err().contains("bad value for --route"));
+    }
+
+    #[test]
+    fn transports_parse_and_nonsense_is_refused() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let a = parse(&args(&["--sim", "--transports", "call,webrtc"])).unwrap();
+        assert_eq!(a.transports, vec![Transport::Url, Transport::WebRtc]);
+        let a = parse(&args(&["--sim"])).unwrap();
+        assert_eq!(a.transports, vec![Transport::Url]);
+        for bad in ["rtc", "call,call", ""] {
+            let err = parse(&args(&["--sim", "--transports", bad])).unwrap_err();
+            assert!(err.contains("bad value for --transports"), "{bad}: {err}");
+        }
+        let wav = fixture::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/phone_pls_hold_while_try_8k.wav"
+        )))
+        .unwrap();
+        let fixtures = [Arc::new(PreparedFixture::new(wav))];
+        assert!(check_webrtc("ws://h:1/call?token=x", &fixtures).is_ok());
+        assert!(check_webrtc("", &fixtures).is_ok());
+        let err = check_webrtc("/twilio", &fixtures).unwrap_err();
+        assert!(err.contains("goes with the /call route"), "{err}");
     }
 
     #[test]

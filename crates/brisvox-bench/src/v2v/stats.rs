@@ -15,6 +15,8 @@ pub(crate) fn nearest_rank(sorted: &[f64], p: f64) -> Option<f64> {
 pub(crate) struct Summary {
     /// Number of samples.
     pub(crate) n: usize,
+    /// Smallest value.
+    pub(crate) min: f64,
     /// Nearest-rank p50.
     pub(crate) p50: f64,
     /// Nearest-rank p90.
@@ -33,6 +35,7 @@ pub(crate) fn summarize(values: &[f64]) -> Option<Summary> {
     v.sort_by(f64::total_cmp);
     Some(Summary {
         n: v.len(),
+        min: *v.first()?,
         p50: nearest_rank(&v, 50.0)?,
         p90: nearest_rank(&v, 90.0)?,
         p95: nearest_rank(&v, 95.0)?,
@@ -62,6 +65,7 @@ mod tests {
         assert_eq!(s.p50, 790.0);
         assert_eq!(s.p95, 830.0);
         assert_eq!(s.n, 4);
+        assert_eq!(s.min, 787.1);
     }
 
     #[test]

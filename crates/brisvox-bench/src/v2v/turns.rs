@@ -131,6 +131,11 @@ fn loud(sample: i16) -> bool {
     i32::from(sample).abs() >= NON_SILENT_PEAK
 }
 
+/// Whether decoded audio whose largest absolute sample is `peak` is non-silent.
+pub(crate) fn is_loud_peak(peak: u16) -> bool {
+    i32::from(peak) >= NON_SILENT_PEAK
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
