@@ -10,12 +10,22 @@
 // held), the transcript, the answer played, and a latency bar. Saves a
 // screenshot per call. The server is stopped on every exit.
 //
-// Env: BRISVOX_BIN (the server binary, required), AGENT_FILE (default
+// A third call ('webrtc-loss') runs over WebRTC through 5 % packet loss each
+// way: a second server binds its WebRTC ports on 127.0.0.1 and announces
+// 127.0.0.2 (`[server.webrtc] public_ip`, as behind a 1:1 NAT), where
+// `brisvox-bench lossy-proxy` forwards every port of the range, dropping a
+// seeded 5 % of the datagrams each way; the call must connect over WebRTC,
+// be transcribed and answer audibly, and the proxy must have dropped
+// datagrams both ways.
+//
+// Env: BRISVOX_BIN (the server binary, required), BENCH_BIN (default
+// brisvox-bench beside BRISVOX_BIN: the lossy proxy), AGENT_FILE (default
 // tests/browser/agent.toml: local LLM and TTS, mock STT), CHROMIUM (default
 // /usr/bin/chromium), OUT_DIR (default target/browser-test), TRANSPORTS
-// (default "webrtc,ws": the calls to make, in order).
+// (default "webrtc,ws,webrtc-loss": the calls to make, in order),
+// LOSS_PORTS (default 51700-51715: the loss call's UDP ports).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -57,8 +67,7 @@ function fakeMicWav(path) {
 
 // Starts `brisvox serve` on a port the OS picks (127.0.0.1:0) and resolves
 // with the address from its "listening local_addr=..." log line.
-function startServer() {
-  const agentFile = process.env.AGENT_FILE || join(here, 'agent.toml');
+function startServer(agentFile = process.env.AGENT_FILE || join(here, 'agent.toml')) {
   const child = spawn(bin, ['serve', '--agent', agentFile, '--bind', '127.0.0.1:0'], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'info', NO_COLOR: '1' },
@@ -109,8 +118,11 @@ const failures = [];
 const tail = (text) => text.split('\n').slice(-40).join('\n');
 let prefix = '';
 const check = (cond, msg) => { if (!cond) failures.push(prefix + msg); log(cond ? 'ok:' : 'FAIL:', prefix + msg); };
-const transports = (process.env.TRANSPORTS || 'webrtc,ws').split(',').filter(Boolean);
-for (const t of transports) if (!['webrtc', 'ws'].includes(t)) throw new Error(`TRANSPORTS: unknown ${t}`);
+const transports = (process.env.TRANSPORTS || 'webrtc,ws,webrtc-loss').split(',').filter(Boolean);
+for (const t of transports) if (!['webrtc', 'ws', 'webrtc-loss'].includes(t)) throw new Error(`TRANSPORTS: unknown ${t}`);
+const benchBin = process.env.BENCH_BIN || join(dirname(bin), 'brisvox-bench');
+const lossPorts = (process.env.LOSS_PORTS || '51700-51715').split('-').map(Number);
+const LOSS_PERCENT = 5;
 // On WebRTC a clear cannot reach into the browser's jitter buffer (it held
 // 33-333 ms in runs here); the page mutes the bot's track at the clear until
 // the next answer starts. Bound on what is still heard after the clear, in
@@ -119,7 +131,7 @@ for (const t of transports) if (!['webrtc', 'ws'].includes(t)) throw new Error(`
 const WEBRTC_HELD_MS = 20;
 
 // One call over `transport` ('webrtc' or 'ws') on a fresh load of the page.
-async function oneCall(page, transport) {
+async function oneCall(page, transport, server) {
   const webrtc = transport === 'webrtc';
   await page.goto(`http://${server.addr}/` + (webrtc ? '' : '?transport=ws'));
   await page.click('#toggle');
@@ -229,14 +241,90 @@ async function oneCall(page, transport) {
   }
 }
 
+// Starts `brisvox-bench lossy-proxy` (127.0.0.2:P -> 127.0.0.1:P for the
+// loss ports, 5 % each way); resolves once it is ready. `finish()` closes its
+// stdin and resolves with its counts line.
+function startProxy() {
+  const child = spawn(benchBin, ['lossy-proxy', '--front-ip', '127.0.0.2', '--server-ip', '127.0.0.1',
+    '--ports', lossPorts.join('-'), '--loss-percent', String(LOSS_PERCENT), '--seed', '5'], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let seen = '';
+  const exited = new Promise((r) => child.on('exit', r));
+  const ready = new Promise((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error('the lossy proxy was not ready in 10 s:\n' + seen)), 10000);
+    const onData = (d) => {
+      seen += d.toString();
+      if (seen.includes('lossy-proxy: ready')) { clearTimeout(timer); resolvePromise(); }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('error', (e) => { clearTimeout(timer); reject(new Error(`could not start ${benchBin}: ${e.message}`)); });
+    exited.then((code) => { clearTimeout(timer); reject(new Error(`the lossy proxy exited (${code}):\n${seen}`)); });
+  });
+  const finish = async () => { child.stdin.end(); await exited; return seen; };
+  return { child, ready, finish };
+}
+
+// A call over WebRTC through the lossy proxy, on a server of its own that
+// announces 127.0.0.2: it connects over WebRTC (no fallback), the caller's
+// turn is transcribed and answered audibly, and datagrams were dropped both
+// ways. (The barge-in's bounds are the lossless call's: a `clear` lost on
+// the way is resent by SCTP a second later.)
+async function lossyCall(page) {
+  const agentFile = join(outDir, 'agent-loss.toml');
+  const base = readFileSync(process.env.AGENT_FILE || join(here, 'agent.toml'), 'utf8');
+  writeFileSync(agentFile, base + '\n[server.webrtc]\nudp_ip = "127.0.0.1"\npublic_ip = "127.0.0.2"\n' +
+    `udp_ports = [${lossPorts[0]}, ${lossPorts[1]}]\n`);
+  const proxy = startProxy();
+  const { server: lossServer, ready: lossReady } = startServer(agentFile);
+  extraChildren.push(proxy.child, lossServer.child);
+  try {
+    await proxy.ready;
+    await lossReady;
+    log('loss server at', lossServer.addr, 'behind the lossy proxy on 127.0.0.2');
+    await page.goto(`http://${lossServer.addr}/`);
+    await page.click('#toggle');
+    await waitFor(page, 'the started event', () => window.brisvoxDemo.started !== null, 15000);
+    const on = await page.evaluate(() => ({ transport: window.brisvoxDemo.transport, fallback: window.brisvoxDemo.fallback }));
+    check(on.transport === 'webrtc', `the call is on WebRTC through the lossy proxy (${JSON.stringify(on)})`);
+    await waitFor(page, 'bot audio played (100 ms audible at the worklet output)',
+      () => window.brisvoxDemo.audibleMs > 100, 15000);
+    await waitFor(page, 'a final transcript', () => window.brisvoxDemo.transcripts.length >= 1, 20000);
+    check((await page.textContent('#transcript')).includes('you: '), 'the final transcript is on the page');
+    const heardAtFinal = await page.evaluate(() => window.brisvoxDemo.audibleMs);
+    await waitFor(page, 'the answer played (300 ms more audible output after the final transcript)',
+      `window.brisvoxDemo.audibleMs > ${heardAtFinal} + 300`, 20000);
+    await waitFor(page, 'turn metrics', () => window.brisvoxDemo.turnMetrics.length >= 1, 20000);
+    await waitFor(page, 'the RTP counters', () => window.brisvoxDemo.rtp && window.brisvoxDemo.rtp.packetsReceived > 50, 5000);
+    const s = await page.evaluate(() => window.brisvoxDemo);
+    log('rtp through the lossy proxy:', JSON.stringify(s.rtp));
+    check(s.errors.length === 0, `no page errors (${JSON.stringify(s.errors)})`);
+    await page.screenshot({ path: join(outDir, 'demo-webrtc-loss.png'), fullPage: true });
+    await page.click('#toggle');
+    await waitFor(page, 'the call ended', () => !window.brisvoxDemo.running, 5000);
+  } finally {
+    await stopServer(lossServer);
+    const counts = await proxy.finish();
+    const m = counts.match(/to the server (\d+) forwarded (\d+) dropped; to the client (\d+) forwarded (\d+) dropped/);
+    check(m && Number(m[2]) > 0 && Number(m[4]) > 0 && Number(m[1]) > 200 && Number(m[3]) > 200,
+      `the proxy forwarded and dropped datagrams both ways (${m ? m[0] : counts})`);
+    check(lossServer.child.exitCode === 0, `the loss server stopped cleanly on SIGTERM (${lossServer.child.signalCode || lossServer.child.exitCode})`);
+  }
+}
+
 const userDir = mkdtempSync(join(tmpdir(), 'brisvox-chromium-'));
 const wav = join(outDir, 'fake-mic.wav');
 fakeMicWav(wav);
 const { server, ready } = startServer();
 // Whatever ends this process (an exception, timeout's SIGTERM, ^C), the server
 // and the profile directory go with it.
+// The loss call's server and proxy.
+const extraChildren = [];
 const cleanupSync = () => {
-  if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+  for (const c of [server.child, ...extraChildren]) {
+    if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  }
   rmSync(userDir, { recursive: true, force: true });
 };
 process.on('exit', cleanupSync);
@@ -272,7 +360,8 @@ try {
   for (const transport of transports) {
     prefix = `[${transport}] `;
     log(`--- a call over ${transport}`);
-    await oneCall(page, transport);
+    if (transport === 'webrtc-loss') await lossyCall(page);
+    else await oneCall(page, transport, server);
   }
   prefix = '';
 } catch (e) {

@@ -13,6 +13,7 @@ mod alloc_count;
 mod capacity;
 mod cpu;
 mod flood;
+mod lossy_proxy;
 mod model_cpu;
 mod model_cpu_profile;
 mod model_cpu_smart_turn;
@@ -42,13 +43,15 @@ subcommands:
               --smart-turn-runs N  runs per Smart Turn configuration (default 15)
               --out PATH         report file (default bench/results/model-cpu.md)
               --compare-model PATH  also measure another Silero model file
-  v2v         voice-to-voice latency over the websocket (brisvox-bench v2v --help)
+  v2v         voice-to-voice latency over the websocket or WebRTC (brisvox-bench v2v --help)
   capacity    concurrent calls within a p95 V2V limit (brisvox-bench capacity --help)
   sim-load    N simulated calls in one process, mock providers (brisvox-bench sim-load --help)
   quality     conversation quality on recorded speech: premature ends, missed turns,
               barge-ins, backchannels (brisvox-bench quality --help)
   soak        N calls at once for M minutes, sampled every minute (brisvox-bench soak --help)
-  flood       idle websockets, slow request heads and handshake floods while calls go on (brisvox-bench flood --help)";
+  flood       idle websockets, slow request heads and handshake floods while calls go on (brisvox-bench flood --help)
+  lossy-proxy a seeded lossy UDP link in front of a port range, for the browser's loss test
+              (brisvox-bench lossy-proxy --help)";
 
 /// Options of `model-cpu`.
 struct ModelCpuArgs {
@@ -140,6 +143,7 @@ fn main() {
         Some("quality") => quality::main(&args[1..]),
         Some("soak") => soak::main(&args[1..]),
         Some("flood") => flood::main(&args[1..]),
+        Some("lossy-proxy") => lossy_proxy::main(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             std::process::exit(2);
