@@ -26,6 +26,11 @@ pub(crate) struct TransportSummary {
     pub(crate) v2v_ms: Option<Summary>,
     /// The servers' `response_latency_ms` of its turns.
     pub(crate) server_response_latency_ms: Option<Summary>,
+    /// V2V minus the server's `response_latency_ms` of the same turn, ms:
+    /// the share outside the engine (both wires, the caller, and where the
+    /// engine's clock starts), without the turn verdict's spread. Only calls
+    /// whose answered turns and `response_latency_ms` pair one to one.
+    pub(crate) outside_engine_ms: Option<Summary>,
 }
 
 /// The run's transports side by side.
@@ -37,6 +42,9 @@ pub(crate) struct SideBySide {
     pub(crate) ratio_p50: Option<f64>,
     /// WebRTC's V2V p95 over `/call`'s.
     pub(crate) ratio_p95: Option<f64>,
+    /// WebRTC's p50 of V2V minus the server's response latency over
+    /// `/call`'s (the share outside the engine).
+    pub(crate) ratio_outside_engine_p50: Option<f64>,
     /// WebRTC minus `/call`, turn by turn, for each fixture's turn answered
     /// in both calls of a pair (call `2j` and `2j+1`), ms.
     pub(crate) paired_diff_ms: Option<Summary>,
@@ -47,6 +55,21 @@ fn answered(call: &CallRecord) -> impl Iterator<Item = Option<f64>> + '_ {
         Outcome::Answered => t.v2v_ms,
         _ => None,
     })
+}
+
+/// V2V minus the server's response latency, turn by turn, when the call's
+/// answered turns and its `response_latency_ms` values pair one to one.
+fn outside_engine(call: &CallRecord) -> Vec<f64> {
+    let v2v: Vec<f64> = answered(call).flatten().collect();
+    let server: Vec<f64> = call
+        .turn_metrics
+        .iter()
+        .filter_map(|m| m["response_latency_ms"].as_f64())
+        .collect();
+    if v2v.len() != server.len() {
+        return Vec::new();
+    }
+    v2v.iter().zip(&server).map(|(v, s)| v - s).collect()
 }
 
 fn summary_of(transport: Transport, calls: &[CallRecord]) -> TransportSummary {
@@ -60,7 +83,9 @@ fn summary_of(transport: Transport, calls: &[CallRecord]) -> TransportSummary {
         .flat_map(|c| &c.turn_metrics)
         .filter_map(|m| m["response_latency_ms"].as_f64())
         .collect();
+    let outside: Vec<f64> = mine.iter().flat_map(|c| outside_engine(c)).collect();
     TransportSummary {
+        outside_engine_ms: stats::summarize(&outside),
         transport: transport.name(),
         calls: mine.len(),
         failed_calls: mine.iter().filter(|c| c.error.is_some()).count(),
@@ -83,7 +108,15 @@ impl SideBySide {
         };
         let (call, rtc) = (v2v(Transport::Url), v2v(Transport::WebRtc));
         let ratio = |f: fn(&Summary) -> f64| Some(f(rtc.as_ref()?) / f(call.as_ref()?));
+        let outside = |t: Transport| {
+            summaries
+                .iter()
+                .find(|s| s.transport == t.name())
+                .and_then(|s| s.outside_engine_ms)
+        };
+        let (call_out, rtc_out) = (outside(Transport::Url), outside(Transport::WebRtc));
         SideBySide {
+            ratio_outside_engine_p50: rtc_out.zip(call_out).map(|(r, c)| r.p50 / c.p50),
             ratio_p50: ratio(|s| s.p50),
             ratio_p95: ratio(|s| s.p95),
             paired_diff_ms: paired(transports, calls),
@@ -95,14 +128,18 @@ impl SideBySide {
     pub(crate) fn markdown(&self) -> String {
         let mut s = String::from(
             "\n## Transports side by side (calls in turn, one server)\n\n\
-             | transport | calls (failed) | turns | V2V n | p50 | p95 | min | max | server response_latency_ms p50 |\n\
-             |---|---|---|---|---|---|---|---|---|\n",
+             | transport | calls (failed) | turns | V2V n | p50 | p95 | min | max | server response_latency_ms p50 | V2V minus response_latency_ms: n, p50, p95 |\n\
+             |---|---|---|---|---|---|---|---|---|---|\n",
         );
         let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
         for t in &self.transports {
             let v = t.v2v_ms.as_ref();
+            let o = t.outside_engine_ms.as_ref();
+            let outside = o.map_or("-".to_owned(), |o| {
+                format!("{}, {:.1}, {:.1}", o.n, o.p50, o.p95)
+            });
             s.push_str(&format!(
-                "| {} | {} ({}) | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} ({}) | {} | {} | {} | {} | {} | {} | {} | {outside} |\n",
                 t.transport,
                 t.calls,
                 t.failed_calls,
@@ -128,6 +165,11 @@ impl SideBySide {
             ));
         }
         s.push_str(".\n");
+        if let Some(r) = self.ratio_outside_engine_p50 {
+            s.push_str(&format!(
+                "\nOutside the engine (V2V minus the server's own response_latency_ms of the turn: the wires, the caller, where the engine's clock starts; the turn verdict's spread taken out), WebRTC / `/call` p50 ratio {r:.3}.\n"
+            ));
+        }
         s
     }
 }
@@ -192,6 +234,24 @@ mod tests {
         let d = s.paired_diff_ms.unwrap();
         assert_eq!((d.n, d.min, d.p50, d.max), (3, 20.0, 40.0, 60.0));
         assert!(s.markdown().contains("| webrtc | 2 (0) | 4 | 3 | 820.0"));
+        // No turn_metrics in these records: nothing to take the engine's share from.
+        assert_eq!(s.ratio_outside_engine_p50, None);
+    }
+
+    #[test]
+    fn the_share_outside_the_engine_pairs_each_turn_with_its_metrics() {
+        let mut a = call(Transport::Url, &[Some(800.0)]);
+        a.turn_metrics = vec![serde_json::json!({"response_latency_ms": 700.0})];
+        let mut b = call(Transport::WebRtc, &[Some(830.0)]);
+        b.turn_metrics = vec![serde_json::json!({"response_latency_ms": 710.0})];
+        // A call whose turns and metrics do not pair one to one counts for nothing.
+        let mut c = call(Transport::WebRtc, &[Some(900.0), Some(950.0)]);
+        c.turn_metrics = vec![serde_json::json!({"response_latency_ms": 1.0})];
+        let s = SideBySide::of(&[Transport::Url, Transport::WebRtc], &[a, b, c]);
+        let out = |i: usize| s.transports[i].outside_engine_ms.unwrap();
+        assert_eq!((out(0).n, out(0).p50), (1, 100.0));
+        assert_eq!((out(1).n, out(1).p50), (1, 120.0));
+        assert_eq!(s.ratio_outside_engine_p50, Some(1.2));
     }
 
     #[test]
