@@ -42,7 +42,7 @@ use brisvox_transport::{plivo_answer, telnyx_answer};
 use serde_json::json;
 
 use crate::agent::RouteAuth;
-use crate::gate::{admit_and_upgrade, authorized, offered_token};
+use crate::gate::{AuthSource, admit_and_upgrade, authorized, offered_token};
 use crate::plivo_transfer::TRANSFER_PATH;
 use crate::state::AppState;
 
@@ -102,15 +102,25 @@ fn twilio_signed(token: &str, headers: &HeaderMap, url: &str, params: &[(String,
         .is_some_and(|sig| signature::validate(token, url, params, sig))
 }
 
+/// What an upgrade to a carrier's media stream was asked with.
+#[derive(Debug)]
+pub(crate) struct UpgradeRequest<'a> {
+    pub(crate) headers: &'a HeaderMap,
+    pub(crate) uri: &'a Uri,
+    pub(crate) query: &'a HashMap<String, String>,
+    /// Where it came from, when the failed-auth limiter counts it: a stream
+    /// closed later for a missing token is reported against it.
+    pub(crate) source: Option<AuthSource>,
+}
+
 /// An upgrade to `carrier`'s media-stream route.
 pub(crate) fn upgrade(
     carrier: Carrier,
     state: Arc<AppState>,
-    headers: &HeaderMap,
-    uri: &Uri,
-    query: &HashMap<String, String>,
+    request: &UpgradeRequest<'_>,
     ws: WebSocketUpgrade,
 ) -> Response {
+    let (headers, uri, query) = (request.headers, request.uri, request.query);
     if !state.agent.telephony.route_enabled(carrier) {
         return StatusCode::NOT_FOUND.into_response();
     }
@@ -134,9 +144,14 @@ pub(crate) fn upgrade(
             None => return StatusCode::UNAUTHORIZED.into_response(),
         },
     };
-    let http_base = public_base(&state, headers, false);
+    let stream = crate::ws_carrier::StreamSetup {
+        carrier,
+        token: deferred,
+        source: request.source,
+        http_base: public_base(&state, headers, false),
+    };
     admit_and_upgrade(state, ws, move |socket, state, permit| {
-        crate::ws_carrier::run(socket, state, permit, carrier, deferred, http_base)
+        crate::ws_carrier::run(socket, state, permit, stream)
     })
 }
 

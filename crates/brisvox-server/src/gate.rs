@@ -1,16 +1,22 @@
-//! Who may open a call: the route tokens of `[server.auth]` and admission at
-//! the websocket upgrade (shared by `/call` and the carriers' routes).
+//! Who may open a call: the route tokens of `[server.auth]`, the failed-auth
+//! limiter in front of every route that checks a token or a signature, and
+//! admission at the websocket upgrade (shared by `/call` and the carriers'
+//! routes).
 
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::ws::{WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use brisvox_transport::brisvox_ws::ServerEvent;
 
 use crate::admission::{CallPermit, Refusal};
 use crate::agent::{RouteAuth, TokenPlacement};
+use crate::auth_limit::Blocked;
 use crate::state::AppState;
 
 /// The token the request offers in the places `auth` accepts.
@@ -49,6 +55,69 @@ pub(crate) fn authorized(
 /// Compares two byte strings in time independent of where they differ.
 pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The address a request came from, as the failed-auth limiter counts it:
+/// the TCP peer (the accept loop puts it on every request). `X-Forwarded-For`
+/// is not read: behind a proxy every caller is the proxy.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AuthSource(pub(crate) IpAddr);
+
+impl AuthSource {
+    /// Reports a failed token or signature check from this source.
+    pub(crate) fn failed(self, state: &AppState) {
+        state.metrics.auth_failures_total.inc();
+        if let Some(blocked) = state.auth_limiter.failed(self.0) {
+            tracing::warn!(
+                source = %self.0,
+                block_s = blocked.retry_after_secs(),
+                "too many failed auth attempts: address refused for a while"
+            );
+        }
+    }
+}
+
+/// The failed-auth limiter around the routes that check a token or a
+/// signature: a blocked source gets 429 before any route's work; a 401 or
+/// 403 answered counts as a failure of its source.
+pub(crate) async fn limit_failed_auth(
+    State(state): State<Arc<AppState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let peer = request.extensions().get::<ConnectInfo<SocketAddr>>();
+    let Some(source) = peer.map(|ConnectInfo(addr)| AuthSource(addr.ip())) else {
+        return next.run(request).await;
+    };
+    if let Err(blocked) = state.auth_limiter.check(source.0) {
+        return rate_limited_response(&state, blocked);
+    }
+    request.extensions_mut().insert(source);
+    let response = next.run(request).await;
+    if matches!(
+        response.status(),
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+    ) {
+        source.failed(&state);
+    }
+    response
+}
+
+/// A request from a blocked source: 429 with `Retry-After`, the body the
+/// protocol's `error` event `too_many_auth_failures`.
+fn rate_limited_response(state: &AppState, blocked: Blocked) -> Response {
+    state.metrics.auth_rate_limited_total.inc();
+    let secs = blocked.retry_after_secs();
+    let body = ServerEvent::Error {
+        code: "too_many_auth_failures".to_owned(),
+        message: format!("too many failed auth attempts from this address; retry in {secs} s"),
+    }
+    .to_json();
+    let headers = [
+        (header::CONTENT_TYPE, "application/json".to_owned()),
+        (header::RETRY_AFTER, secs.to_string()),
+    ];
+    (StatusCode::TOO_MANY_REQUESTS, headers, body).into_response()
 }
 
 /// Admits a call (or answers 503) and runs `run` on the upgraded socket.

@@ -8,6 +8,8 @@
 //! their answer webhooks `/twilio/voice`, `/telnyx/texml`, `/plivo/answer`
 //! and `/vonage/answer`
 //! (`carrier_http`), and the browser demo page at `/` ([`crate::demo`]).
+//! Every route that checks a token or a signature sits behind the failed-auth
+//! limiter (`gate::limit_failed_auth`, [`crate::auth_limit`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,21 +17,34 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
 use brisvox_transport::Carrier;
 
-use crate::carrier_http::{self, AnswerRequest};
-use crate::gate::{admit_and_upgrade, authorized};
+use crate::carrier_http::{self, AnswerRequest, UpgradeRequest};
+use crate::gate::{AuthSource, admit_and_upgrade, authorized};
 use crate::state::AppState;
 
 /// The router over `state`.
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
+    guarded_routes()
+        // Every route above checks a token or a signature (when configured):
+        // the failed-auth limiter stands in front of them.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::gate::limit_failed_auth,
+        ))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(readyz))
+        .merge(crate::demo::routes())
+        .with_state(state)
+}
+
+/// The routes that check a token or a signature.
+fn guarded_routes() -> Router<Arc<AppState>> {
+    Router::new()
         .route("/metrics", get(metrics))
         .route("/call", get(call_route))
         .route("/webrtc/offer", post(crate::webrtc_call::offer_route))
@@ -57,8 +72,6 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/vonage", carrier_route(Carrier::Vonage))
         .route("/vonage/answer", get(vonage_answer))
         .route("/exotel", carrier_route(Carrier::Exotel))
-        .merge(crate::demo::routes())
-        .with_state(state)
 }
 
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
@@ -107,8 +120,15 @@ fn carrier_route(carrier: Carrier) -> MethodRouter<Arc<AppState>> {
               headers: HeaderMap,
               uri: Uri,
               query: Query<HashMap<String, String>>,
+              source: Option<Extension<AuthSource>>,
               ws: WebSocketUpgrade| async move {
-            crate::carrier_http::upgrade(carrier, state.0, &headers, &uri, &query.0, ws)
+            let request = UpgradeRequest {
+                headers: &headers,
+                uri: &uri,
+                query: &query.0,
+                source: source.map(|Extension(s)| s),
+            };
+            crate::carrier_http::upgrade(carrier, state.0, &request, ws)
         },
     )
 }

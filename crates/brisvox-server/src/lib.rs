@@ -11,7 +11,8 @@
 //!   providers and the per-call engine settings), [`setup_error`].
 //! - **Calls**: [`http`] (the router: `/healthz`, `/readyz`, `/metrics`,
 //!   `/call`, the carriers' routes) over [`state`], with `gate` (route
-//!   tokens, admission at the upgrade); each route is one adapter file on
+//!   tokens, the failed-auth limiter of [`auth_limit`], admission at the
+//!   upgrade); each route is one adapter file on
 //!   the engine's one call edge, `ws_call` (the brisvox protocol) and
 //!   `ws_carrier` (every phone carrier's media stream through its codec;
 //!   their webhooks and upgrade checks in `carrier_http`, REST hang-up in
@@ -37,6 +38,7 @@ pub mod after_say;
 pub mod agent;
 pub mod agent_link;
 pub mod audio_edge;
+pub mod auth_limit;
 pub mod carrier_control;
 mod carrier_http;
 pub mod cli;

@@ -5,7 +5,8 @@
 //! is pre-registered at zero, so a dashboard sees a series from the start).
 //!
 //! - Fed by the server itself: active calls, calls by outcome, refusals by
-//!   reason, dropped input frames, the build's version.
+//!   reason, dropped input frames, failed auth attempts and the limiter's
+//!   refusals, the build's version.
 //! - Fed by the engine's events ([`EventObserver`], synchronously on the
 //!   engine's task, so a slow or broken socket cannot lose them): each turn's
 //!   latencies ([`EngineEvent::TurnMetrics`]) and, at the end of each call
@@ -155,6 +156,11 @@ pub struct ServerMetrics {
     pub audio_underruns_total: IntCounter,
     /// Caller frames dropped because the handler fell behind.
     pub input_frames_dropped_total: IntCounter,
+    /// Failed token or signature checks (401, 403, a carrier stream closed
+    /// for its token).
+    pub auth_failures_total: IntCounter,
+    /// Requests refused by the failed-auth limiter (429).
+    pub auth_rate_limited_total: IntCounter,
     /// WebRTC callers' lost 20 ms frames filled in (Opus in-band FEC or
     /// packet-loss concealment), summed at each call's end.
     pub webrtc_filled_frames_total: IntCounter,
@@ -233,6 +239,14 @@ impl ServerMetrics {
             input_frames_dropped_total: counter(
                 "brisvox_input_frames_dropped_total",
                 "Caller frames dropped because the call fell behind.",
+            ),
+            auth_failures_total: counter(
+                "brisvox_auth_failures_total",
+                "Failed token or signature checks on the routes that have them.",
+            ),
+            auth_rate_limited_total: counter(
+                "brisvox_auth_rate_limited_total",
+                "Requests refused (429) from an address with too many failed auth attempts.",
             ),
             webrtc_filled_frames_total: counter(
                 "brisvox_webrtc_filled_frames_total",
@@ -354,6 +368,8 @@ impl ServerMetrics {
             Box::new(self.refused_total.clone()),
             Box::new(self.audio_underruns_total.clone()),
             Box::new(self.input_frames_dropped_total.clone()),
+            Box::new(self.auth_failures_total.clone()),
+            Box::new(self.auth_rate_limited_total.clone()),
             Box::new(self.webrtc_filled_frames_total.clone()),
             Box::new(self.provider_errors_total.clone()),
             Box::new(self.llm_requests_total.clone()),

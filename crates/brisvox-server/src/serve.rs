@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 
 use crate::admission::{Admission, PoolPressure};
 use crate::agent::AgentSettings;
+use crate::auth_limit::AuthLimiter;
 use crate::carrier_control::CarrierControls;
 use crate::handler::CallHandler;
 use crate::http::router;
@@ -98,6 +99,7 @@ pub async fn start(config: ServerConfig) -> std::io::Result<RunningServer> {
     let state = Arc::new(AppState {
         controls,
         limits: AppState::limits_for(&config.agent),
+        auth_limiter: AuthLimiter::new(config.agent.server.failed_auth.rules()),
         agent: config.agent,
         handler: config.handler,
         admission: Admission::new(max_calls, config.pressure),

@@ -1,5 +1,6 @@
 //! The state every route shares: the agent, the call handler, admission,
-//! metrics, the decoder limits, the drain signal and the carriers' REST access.
+//! metrics, the decoder limits, the drain signal, the carriers' REST access
+//! and the failed-auth limiter.
 
 use std::sync::Arc;
 
@@ -34,6 +35,8 @@ pub struct AppState {
     pub controls: CarrierControls,
     /// Plivo transfers waiting for Plivo to fetch their XML.
     pub plivo_transfers: crate::plivo_transfer::PendingTransfers,
+    /// Failed auth attempts per source address (`[server.failed_auth]`).
+    pub auth_limiter: crate::auth_limit::AuthLimiter,
 }
 
 impl std::fmt::Debug for AppState {

@@ -42,6 +42,7 @@ use futures_util::{SinkExt, StreamExt};
 
 use crate::admission::CallPermit;
 use crate::audio_edge::{InboundAudio, build_inbound};
+use crate::gate::AuthSource;
 use crate::handler::{CallStart, CallTransport};
 use crate::plivo_transfer::TRANSFER_PATH;
 use crate::route::{
@@ -215,18 +216,35 @@ async fn wait_for_start(
     }
 }
 
-/// Runs one carrier connection to its end. `token` is the route token the
-/// stream's parameters must carry (the upgrade presented none); `http_base`
-/// is the server's public base URL (`https://host`), where a Plivo transfer
-/// has its XML fetched.
+/// What the upgrade settled for a carrier stream.
+#[derive(Debug)]
+pub(crate) struct StreamSetup {
+    /// Whose stream it is.
+    pub(crate) carrier: Carrier,
+    /// The route token the stream's parameters must carry (the upgrade
+    /// presented none).
+    pub(crate) token: Option<String>,
+    /// Where the upgrade came from: a stream refused for its token counts as
+    /// a failed auth attempt of this source.
+    pub(crate) source: Option<AuthSource>,
+    /// The server's public base URL (`https://host`), where a Plivo transfer
+    /// has its XML fetched.
+    pub(crate) http_base: String,
+}
+
+/// Runs one carrier connection to its end.
 pub(crate) async fn run(
     socket: WebSocket,
     state: Arc<AppState>,
     permit: CallPermit,
-    carrier: Carrier,
-    token: Option<String>,
-    http_base: String,
+    setup: StreamSetup,
 ) {
+    let StreamSetup {
+        carrier,
+        token,
+        source,
+        http_base,
+    } = setup;
     let (mut sink, mut stream) = socket.split();
     let mut codec = new_stream(carrier, &state);
     let mut start = match wait_for_start(&mut stream, &mut sink, codec.as_mut()).await {
@@ -235,6 +253,9 @@ pub(crate) async fn run(
     };
     if !token_accepted(&mut start, token.as_deref()) {
         tracing::info!(carrier = carrier.as_str(), "stream refused: no valid token");
+        if let Some(source) = source {
+            source.failed(&state);
+        }
         send_close(&mut sink, UNAUTHORIZED_CLOSE, "unauthorized").await;
         return finish(&state, Outcome::Unauthorized, permit);
     }

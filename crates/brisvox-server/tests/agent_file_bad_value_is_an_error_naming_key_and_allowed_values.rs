@@ -48,6 +48,14 @@ fn out_of_range_values_name_the_key() {
             "[server]\nmax_message_bytes = 10",
             "server.max_message_bytes",
         ),
+        (
+            "[server.failed_auth]\nwindow_s = 0",
+            "server.failed_auth.window_s",
+        ),
+        (
+            "[server.failed_auth]\nmax_addresses = 1",
+            "server.failed_auth.max_addresses",
+        ),
         ("prompt = \"  \"", "prompt"),
         (
             "[turn]\npolicy = \"fixed\"\nsilence_ms = 20",

@@ -37,8 +37,8 @@ pub use runtime::{
     RuntimeSettings, pool_queue_capacity, usable_cores,
 };
 pub use server::{
-    AuthSettings, DEFAULT_DRAIN_ADMIT_S, DEFAULT_WEBRTC_UDP_PORTS, MAX_DRAIN_GRACE_S, RouteAuth,
-    ServerSettings, TokenPlacement, WebRtcSettings,
+    AuthSettings, DEFAULT_DRAIN_ADMIT_S, DEFAULT_WEBRTC_UDP_PORTS, FailedAuthSettings,
+    MAX_DRAIN_GRACE_S, RouteAuth, ServerSettings, TokenPlacement, WebRtcSettings,
 };
 pub use telephony::{
     ExotelSettings, PlivoSettings, TelephonySettings, TelnyxSettings, TwilioSettings,

@@ -1,4 +1,5 @@
-//! The `[server]` section: where to listen, who may call, message limits.
+//! The `[server]` section: where to listen, who may call, failed auth
+//! attempts, message limits.
 
 use serde::{Deserialize, Serialize};
 
@@ -109,6 +110,68 @@ impl WebRtcSettings {
     }
 }
 
+/// `[server.failed_auth]`: failed token or signature checks counted per
+/// source address ([`crate::auth_limit`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FailedAuthSettings {
+    /// Failures within `window_s` that block an address; 0: no limit.
+    pub max_failures: u32,
+    /// The window failures are counted in, from an address's first, in seconds.
+    pub window_s: u32,
+    /// How long a blocked address is refused, in seconds.
+    pub block_s: u32,
+    /// Most addresses tracked at once.
+    pub max_addresses: usize,
+    /// Never count loopback addresses.
+    pub exempt_loopback: bool,
+}
+
+impl Default for FailedAuthSettings {
+    fn default() -> Self {
+        use crate::auth_limit as d;
+        Self {
+            max_failures: d::DEFAULT_MAX_FAILURES,
+            window_s: d::DEFAULT_WINDOW_S,
+            block_s: d::DEFAULT_BLOCK_S,
+            max_addresses: d::DEFAULT_MAX_ADDRESSES,
+            exempt_loopback: false,
+        }
+    }
+}
+
+impl FailedAuthSettings {
+    fn check(&self) -> Result<(), AgentError> {
+        range(
+            "server.failed_auth.max_failures",
+            self.max_failures,
+            0,
+            10_000,
+        )?;
+        range("server.failed_auth.window_s", self.window_s, 1, 86_400)?;
+        range("server.failed_auth.block_s", self.block_s, 1, 86_400)?;
+        if !(16..=1_000_000).contains(&self.max_addresses) {
+            return Err(AgentError::invalid(
+                "server.failed_auth.max_addresses",
+                self.max_addresses,
+                "a whole number from 16 to 1000000",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The limiter's rules.
+    pub fn rules(&self) -> crate::auth_limit::LimitRules {
+        crate::auth_limit::LimitRules {
+            max_failures: self.max_failures,
+            window: std::time::Duration::from_secs(self.window_s.into()),
+            block: std::time::Duration::from_secs(self.block_s.into()),
+            max_addresses: self.max_addresses,
+            exempt_loopback: self.exempt_loopback,
+        }
+    }
+}
+
 /// Default of `[server] drain_admit_s`, in seconds.
 pub const DEFAULT_DRAIN_ADMIT_S: u32 = 5;
 
@@ -143,6 +206,8 @@ pub struct ServerSettings {
     pub max_connections: Option<usize>,
     /// Tokens per route.
     pub auth: AuthSettings,
+    /// Failed auth attempts per source address.
+    pub failed_auth: FailedAuthSettings,
     /// WebRTC's UDP ports and addresses.
     pub webrtc: WebRtcSettings,
     /// Serve open call routes with paid providers on a non-loopback address
@@ -161,6 +226,7 @@ impl Default for ServerSettings {
             header_read_timeout_ms: crate::listener::DEFAULT_HEADER_READ_TIMEOUT_MS,
             max_connections: None,
             auth: AuthSettings::default(),
+            failed_auth: FailedAuthSettings::default(),
             webrtc: WebRtcSettings::default(),
             allow_unauthenticated_calls: false,
         }
@@ -203,6 +269,7 @@ impl ServerSettings {
             ));
         }
         self.webrtc.check()?;
+        self.failed_auth.check()?;
         let routes = [
             (&mut self.auth.call, "server.auth.call.token"),
             (&mut self.auth.twilio, "server.auth.twilio.token"),
