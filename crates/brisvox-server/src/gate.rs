@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::ws::{WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, Request, State};
@@ -13,6 +13,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use brisvox_transport::brisvox_ws::ServerEvent;
+use ring::hmac;
 
 use crate::admission::{CallPermit, Refusal};
 use crate::agent::{RouteAuth, TokenPlacement};
@@ -52,9 +53,28 @@ pub(crate) fn authorized(
         .is_some_and(|t| constant_time_eq(t.as_bytes(), expected.expose().as_bytes()))
 }
 
-/// Compares two byte strings in time independent of where they differ.
+/// Compares two byte strings in time independent of where they differ and
+/// of whether their lengths do: both are reduced to HMAC-SHA256 tags under a
+/// key drawn at random once per process, and the two 32-byte tags are
+/// compared in constant time (`ring::hmac::verify`). A plain comparison
+/// returns at once on unequal lengths, which tells a prober the token's
+/// length.
 pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    let key = compare_key();
+    let tag = hmac::sign(key, b);
+    hmac::verify(key, a, tag.as_ref()).is_ok()
+}
+
+/// The process's comparison key.
+fn compare_key() -> &'static hmac::Key {
+    static KEY: OnceLock<hmac::Key> = OnceLock::new();
+    KEY.get_or_init(|| {
+        let rng = ring::rand::SystemRandom::new();
+        // Without the system's randomness a fixed key still hides the
+        // lengths: the tags are as long whatever the inputs.
+        hmac::Key::generate(hmac::HMAC_SHA256, &rng)
+            .unwrap_or_else(|_| hmac::Key::new(hmac::HMAC_SHA256, b"brisvox token comparison"))
+    })
 }
 
 /// The address a request came from, as the failed-auth limiter counts it:
@@ -165,4 +185,22 @@ pub(crate) fn refusal_response(state: &AppState, refusal: Refusal) -> Response {
         body,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn tokens_compare_equal_only_when_identical_whatever_their_lengths() {
+        assert!(constant_time_eq(b"tok-abc", b"tok-abc"));
+        assert!(constant_time_eq(b"", b""));
+        assert!(!constant_time_eq(b"tok-abc", b"tok-abd"));
+        assert!(!constant_time_eq(b"tok-ab", b"tok-abc"), "a prefix");
+        assert!(!constant_time_eq(b"tok-abcd", b"tok-abc"), "an extension");
+        assert!(!constant_time_eq(b"", b"tok-abc"));
+        let long = vec![b'x'; 10_000];
+        assert!(constant_time_eq(&long, &long.clone()));
+        assert!(!constant_time_eq(&long, &long[..9_999]));
+    }
 }
