@@ -416,6 +416,7 @@ impl Call {
             tools: self.providers.tools.clone(),
             tool_settings: self.config.tools.clone(),
             events: self.events.clone(),
+            apology: self.config.apology.clone(),
         })
     }
 

@@ -143,6 +143,11 @@ pub struct EngineConfig {
     pub early_analysis: Option<EarlyAnalysisConfig>,
     /// How tool calls run (rounds, timeout, filler).
     pub tools: crate::tools::ToolSettings,
+    /// Said when the LLM fails during an answer (refused, failed before or
+    /// after its first token, stalled past `limits.llm_first_token`): spoken
+    /// after what the answer had said, kept in the conversation, and the call
+    /// goes on listening. `None`: the answer just ends.
+    pub apology: Option<Arc<str>>,
 }
 
 impl Default for EngineConfig {
@@ -163,6 +168,7 @@ impl Default for EngineConfig {
             energy_vad: EnergyVadConfig::default(),
             early_analysis: None,
             tools: crate::tools::ToolSettings::default(),
+            apology: None,
         }
     }
 }

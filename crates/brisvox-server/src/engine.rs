@@ -211,6 +211,9 @@ pub fn engine_config(agent: &AgentSettings, output_rate_hz: u32) -> EngineConfig
         language: engine_language(agent.language),
         turn: turn_config(agent),
         tools: tool_settings(agent),
+        apology: (agent.apology.as_deref())
+            .filter(|a| !a.trim().is_empty())
+            .map(Arc::from),
         ..EngineConfig::default()
     };
     // The agent's language reaches the providers too: Cartesia's `language`,
@@ -429,6 +432,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_apology_reaches_the_engine_and_blank_is_none() {
+        let parse = |text| AgentSettings::from_toml_str(text, &|_| None).expect("valid");
+        let agent = parse("apology = \"Sorry, one moment.\"");
+        let config = engine_config(&agent, 16_000);
+        assert_eq!(config.apology.as_deref(), Some("Sorry, one moment."));
+        assert_eq!(
+            engine_config(&parse("apology = \" \""), 16_000).apology,
+            None
+        );
+    }
+
+    #[test]
     fn interruption_shortcut_early_analysis_and_runtime_reach_the_engine() {
         let agent = AgentSettings::from_toml_str(
             r#"
@@ -448,6 +463,7 @@ smart_turn_threads = 2
         .expect("a valid file");
         let config = engine_config(&agent, 16_000);
         config.validate().expect("valid");
+        assert_eq!(config.apology, None, "none by default");
         let barge_in = &config.turn.barge_in;
         assert_eq!(barge_in.min_words, 2);
         assert!(config.turn.resume_false_interruptions, "on by default");

@@ -6,8 +6,8 @@
 //! `LlmRequestSent` when the request is handed to the provider and
 //! `LlmFirstToken` on its first delta. It ends with an `End` to the segmenter
 //! however it ends (done, failed, timed out), so the turn driver always learns
-//! that it finished; a failure is counted (before or after the first token) and
-//! the call goes on. When the epoch floor passes the response's epoch
+//! that it finished; a failure is counted (before or after the first token),
+//! the apology is said when one is configured, and the call goes on. When the epoch floor passes the response's epoch
 //! (barge-in, turn taken back) the stream is cancelled at once and nothing more
 //! of it is sent. What was generated before a cancel stays in the conversation.
 //!
@@ -131,6 +131,8 @@ pub(crate) struct LlmStage {
     spec_counters: SpeculationCounters,
     /// Bumped at every change of `history`.
     history_version: u64,
+    /// Said when a completion fails ([`crate::EngineConfig::apology`]).
+    apology: Option<Arc<str>>,
 }
 
 /// What the LLM stage is built from.
@@ -149,6 +151,7 @@ pub(crate) struct LlmParts {
     pub(crate) tools: Option<Arc<dyn ToolExecutor>>,
     pub(crate) tool_settings: ToolSettings,
     pub(crate) events: EventBus,
+    pub(crate) apology: Option<Arc<str>>,
 }
 
 impl LlmStage {
@@ -176,6 +179,7 @@ impl LlmStage {
             spec: None,
             spec_counters: SpeculationCounters::default(),
             history_version: 0,
+            apology: parts.apology,
         }
     }
 
@@ -556,8 +560,26 @@ impl LlmStage {
         if error.kind() != ErrorKind::Cancelled {
             self.failures.count(stage, error.kind());
             self.failed_responses.fetch_add(1, Ordering::Relaxed);
+            self.apologise().await;
         }
         self.end_response().await;
+    }
+
+    /// Says the apology, when one is set, at the end of the failed answer
+    /// (and keeps it in the answer, so the conversation has it).
+    async fn apologise(&mut self) {
+        let (Some(apology), Some(active)) = (&self.apology, self.active.as_mut()) else {
+            return;
+        };
+        let epoch = active.epoch;
+        let text = if active.answer.is_empty() || active.answer.ends_with(char::is_whitespace) {
+            apology.to_string()
+        } else {
+            format!(" {apology}")
+        };
+        active.answer.push_str(&text);
+        let delta = SegInput::Delta { epoch, text };
+        forward(&self.segmenter, delta, epoch, &mut self.floor).await;
     }
 
     /// The response ended: keep what was said, tell the segmenter.

@@ -160,6 +160,10 @@ pub struct AgentSettings {
     /// What the bot says when the call starts (none: it waits for the caller).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub greeting: Option<String>,
+    /// What the bot says when its LLM fails during an answer (none: the
+    /// answer just ends).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub apology: Option<String>,
     /// Language of the conversation.
     pub language: Language,
     /// `[stt]`.
@@ -200,6 +204,7 @@ impl Default for AgentSettings {
             prompt: "You are a helpful voice assistant. Answer in one or two short sentences."
                 .to_owned(),
             greeting: Some("Hello! How can I help you?".to_owned()),
+            apology: None,
             language: Language::En,
             stt: SttSection::default(),
             llm: LlmSection::default(),
