@@ -12,35 +12,15 @@ use std::time::Duration;
 
 use brisvox_core::timeline::TurnEvent;
 use brisvox_engine::{CallEnd, Models, ProviderStage};
-use brisvox_providers::mock::{Fault, FaultPlan, Latency, MockLlmConfig};
+use brisvox_providers::mock::{Fault, FaultPlan};
 use brisvox_providers::{ErrorKind, ProviderError};
 use common::*;
 
 const TURNS: usize = 9;
 
-/// `TURNS` copies of the first utterance of `en_two_utterances`, each with
-/// room for an answer (and a stall) after it.
-fn caller() -> Vec<i16> {
-    let fx = fixture("en_two_utterances");
-    let one = &fx.samples[..3_600 * 16];
-    let mut samples = Vec::new();
-    for _ in 0..TURNS {
-        samples.extend_from_slice(one);
-        samples.extend(std::iter::repeat_n(0, 3_500 * 16));
-    }
-    samples
-}
-
 #[tokio::test(start_paused = true)]
 async fn failed_providers_fail_turns_and_the_call_goes_on() {
-    let mocks = Mocks::fixed(21);
-    mocks.llm.set_config(MockLlmConfig {
-        seed: 21,
-        first_token: Latency::Fixed(LLM_FIRST_TOKEN_MS),
-        token_interval: Latency::Fixed(30),
-        words_per_token: 1,
-        default_answer: "Okay, got it.".to_owned(),
-    });
+    let mocks = Mocks::fixed_word_tokens(21);
     mocks.llm.set_faults(
         FaultPlan::none()
             .at(0, Fault::Refuse(ProviderError::server(503, "busy")))
@@ -67,7 +47,13 @@ async fn failed_providers_fail_turns_and_the_call_goes_on() {
     let mut config = sim_config();
     config.limits.llm_first_token = Duration::from_secs(1);
     config.limits.tts_stall = Duration::from_secs(1);
-    let run = run(caller(), config, &mocks, Models::energy_and_complete()).await;
+    let run = run(
+        first_utterance_repeated(TURNS),
+        config,
+        &mocks,
+        Models::energy_and_complete(),
+    )
+    .await;
     let r = &run.report;
     println!("{:?}\n{:?}", r.turn_counters, r.provider_failures);
 

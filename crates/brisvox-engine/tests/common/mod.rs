@@ -66,6 +66,19 @@ pub fn then_silence(mut samples: Vec<i16>, ms: u64) -> Vec<i16> {
     samples
 }
 
+/// `turns` copies of the first utterance of `en_two_utterances`, each
+/// followed by 3.5 s of silence: room for an answer (and a stall) after it.
+pub fn first_utterance_repeated(turns: usize) -> Vec<i16> {
+    let fx = fixture("en_two_utterances");
+    let one = &fx.samples[..3_600 * 16];
+    let mut samples = Vec::new();
+    for _ in 0..turns {
+        samples.extend_from_slice(one);
+        samples.extend(std::iter::repeat_n(0, 3_500 * 16));
+    }
+    samples
+}
+
 /// `base` with `extra` mixed in from `at_ms` (the buffer grows if needed).
 pub fn overlay(mut base: Vec<i16>, extra: &[i16], at_ms: u64) -> Vec<i16> {
     let at = (at_ms * 16) as usize;
@@ -109,6 +122,20 @@ impl Mocks {
             ..MockTtsConfig::default()
         });
         Mocks { stt, llm, tts }
+    }
+
+    /// [`Mocks::fixed`] with the answer streamed one word per token, so a
+    /// fault after N items cuts it mid-answer.
+    pub fn fixed_word_tokens(seed: u64) -> Self {
+        let m = Self::fixed(seed);
+        m.llm.set_config(MockLlmConfig {
+            seed,
+            first_token: Latency::Fixed(LLM_FIRST_TOKEN_MS),
+            token_interval: Latency::Fixed(30),
+            words_per_token: 1,
+            default_answer: "Okay, got it.".to_owned(),
+        });
+        m
     }
 
     /// Log-normal latencies around the same medians, seeded.
