@@ -185,15 +185,7 @@ mod tests {
             error: error.then(|| "broke".to_string()),
             turns: v2v
                 .iter()
-                .map(|v| TurnResult {
-                    outcome: if v.is_some() {
-                        Outcome::Answered
-                    } else {
-                        Outcome::NoResponse
-                    },
-                    first_bot_audio_us: None,
-                    v2v_ms: *v,
-                })
+                .map(|v| TurnResult::answered_or_not(*v))
                 .collect(),
             languages: langs.iter().map(|s| s.to_string()).collect(),
             frames_sent: 10,

@@ -199,15 +199,7 @@ mod tests {
     fn call(transport: Transport, v2v: &[Option<f64>]) -> CallRecord {
         let turns = v2v
             .iter()
-            .map(|v| TurnResult {
-                outcome: if v.is_some() {
-                    Outcome::Answered
-                } else {
-                    Outcome::NoResponse
-                },
-                first_bot_audio_us: None,
-                v2v_ms: *v,
-            })
+            .map(|v| TurnResult::answered_or_not(*v))
             .collect();
         CallRecord {
             transport: transport.name(),

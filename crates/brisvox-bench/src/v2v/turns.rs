@@ -66,6 +66,23 @@ pub(crate) struct TurnResult {
     pub(crate) v2v_ms: Option<f64>,
 }
 
+impl TurnResult {
+    /// A turn answered after `v2v_ms`, or (None) not answered: what the
+    /// report tests build their calls from.
+    #[cfg(test)]
+    pub(crate) fn answered_or_not(v2v_ms: Option<f64>) -> Self {
+        Self {
+            outcome: if v2v_ms.is_some() {
+                Outcome::Answered
+            } else {
+                Outcome::NoResponse
+            },
+            first_bot_audio_us: None,
+            v2v_ms,
+        }
+    }
+}
+
 /// Classifies every utterance. `bot_audio_us` must be sorted ascending.
 pub(crate) fn classify(spans: &[Span], bot_audio_us: &[u64], window_us: u64) -> Vec<TurnResult> {
     spans
