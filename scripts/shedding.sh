@@ -76,12 +76,14 @@ esac
 mkdir -p "$out"
 cmdline="scripts/shedding.sh --bindir $bindir --out $out${capacity:+ --capacity $capacity}${floor:+ --floor-ms $floor} --rounds $rounds --fixture $fixture --ramp $ramp_steps --resolution $resolution --arrivals $arrivals${fixtures:+ --fixtures $fixtures --seed $seed}${target:+ --target-percent $target} --loads $factors"
 
-# The agent file of a mode: mock-models.toml with load_shedding set (and,
-# with shedding, the target of --target-percent).
+# The agent file of a mode: mock-models.toml with its load_shedding line set
+# (and, with shedding, the target of --target-percent).
 agent_of() {
   local f="$out/agent-shedding-$1.toml" extra=""
   [ "$1" = true ] && [ -n "$target" ] && extra="\nshed_target_load_percent = $target"
-  sed "s/^\[limits\]$/[limits]\nload_shedding = $1$extra/" bench/agents/mock-models.toml >"$f"
+  grep -q '^load_shedding = ' bench/agents/mock-models.toml \
+    || { echo "shedding: bench/agents/mock-models.toml has no load_shedding line" >&2; exit 1; }
+  sed "s/^load_shedding = .*$/load_shedding = $1$extra/" bench/agents/mock-models.toml >"$f"
   echo "$f"
 }
 
