@@ -30,6 +30,7 @@
 # The server binds 127.0.0.1 only and is stopped on exit.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/lib/bench-server.sh
 
 bin="${BRISVOX_BIN:-target/release/brisvox}"
 bench="${BENCH_BIN:-target/release/brisvox-bench}"
@@ -43,22 +44,10 @@ done
 profile="$(basename "$(dirname "$bin")")"
 mkdir -p "$out"
 log="$(mktemp)"
-server=""
-stop() {
-  if [ -n "$server" ]; then kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  server=""
-}
-trap 'stop; rm -f "$log"' EXIT
+trap 'bench_server_stop; rm -f "$log"' EXIT
 
 header="$(scripts/bench-header.sh "$profile" "$0 (ROUNDS=$rounds BRISVOX_BIN=$bin BENCH_BIN=$bench)")"
-"$bin" serve --agent "$agent" --bind "127.0.0.1:$port" >"$log" 2>&1 &
-server=$!
-for _ in $(seq 1 300); do
-  grep -q listening "$log" && break
-  kill -0 "$server" 2>/dev/null || { cat "$log" >&2; echo "carrier-v2v: the server exited" >&2; exit 1; }
-  sleep 0.1
-done
-grep -q listening "$log" || { cat "$log" >&2; echo "carrier-v2v: the server did not listen in 30 s" >&2; exit 1; }
+bench_server_start "$bin" "$agent" "" "$log" "$port"
 
 prompts="phone_pls_hold_while_try phone_please_try_call_later phone_cannot_complete_as_dialed"
 # name path codec rate baseline
@@ -83,7 +72,7 @@ for round in $(seq 1 "$rounds"); do
       --label "brisvox serve --agent $agent ($bin, profile $profile), $path, round $round of $rounds"
   done
 done
-stop
+bench_server_stop
 
 specs=()
 for r in "${routes[@]}"; do

@@ -28,6 +28,7 @@
 # Each server binds 127.0.0.1 only and is stopped before the next starts and on exit.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/lib/bench-server.sh
 
 bins="${BRISVOX_BIN:-target/release/brisvox}"
 bench="${BENCH_BIN:-target/release/brisvox-bench}"
@@ -37,25 +38,7 @@ for b in $bins "$bench"; do
   [ -x "$b" ] || { echo "measure-local-turn: $b not found: build it first (scripts/run.sh; cargo build --release -p brisvox-bench)" >&2; exit 1; }
 done
 log="$(mktemp)"
-server=""
-stop() {
-  if [ -n "$server" ]; then kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  server=""
-}
-trap 'stop; rm -f "$log"' EXIT
-
-start() {
-  "$1" serve --agent bench/agents/local-demo.toml --bind "127.0.0.1:$port" >"$log" 2>&1 &
-  server=$!
-  for _ in $(seq 1 300); do
-    if grep -q listening "$log"; then return 0; fi
-    kill -0 "$server" 2>/dev/null || { cat "$log" >&2; echo "measure-local-turn: the server exited" >&2; exit 1; }
-    sleep 0.1
-  done
-  cat "$log" >&2
-  echo "measure-local-turn: the server did not listen in 30 s" >&2
-  exit 1
-}
+trap 'bench_server_stop; rm -f "$log"' EXIT
 
 written=()
 measure() { # binary, tag
@@ -65,7 +48,7 @@ measure() { # binary, tag
   [ "$profile" = quick ] && suffix=""
   suffix="$suffix$2"
   what="brisvox serve --agent bench/agents/local-demo.toml (local Whisper tiny.en, rules agent, local voice; Silero + Smart Turn), $bin (profile $profile)"
-  start "$bin"
+  bench_server_start "$bin" bench/agents/local-demo.toml "" "$log" "$port"
   for route in ${ROUTES:-call twilio}; do
     case "$route" in
       call)
@@ -85,7 +68,7 @@ measure() { # binary, tag
       *) echo "measure-local-turn: unknown route $route (call, twilio)" >&2; exit 2 ;;
     esac
   done
-  stop
+  bench_server_stop
 }
 
 header="$(scripts/bench-header.sh "each run's binary (in its results file)" "BRISVOX_BIN=\"$bins\" RUNS=$runs ROUNDS=${ROUNDS:-1} ROUTES=\"${ROUTES:-call twilio}\" OUT_TAG=\"${OUT_TAG:-}\" scripts/measure-local-turn.sh")"

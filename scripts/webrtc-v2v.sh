@@ -21,6 +21,7 @@
 # The server binds 127.0.0.1 only and is stopped on exit.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/lib/bench-server.sh
 
 bin="${BRISVOX_BIN:-target/release/brisvox}"
 bench="${BENCH_BIN:-target/release/brisvox-bench}"
@@ -38,21 +39,9 @@ done
 profile="$(basename "$(dirname "$bin")")"
 mkdir -p "$(dirname "$out")"
 log="$(mktemp)"
-server=""
-stop() {
-  if [ -n "$server" ]; then kill -TERM "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
-  server=""
-}
-trap 'stop; rm -f "$log"' EXIT
+trap 'bench_server_stop; rm -f "$log"' EXIT
 
-taskset -c "$server_cpu" "$bin" serve --agent "$agent" --bind "127.0.0.1:$port" >"$log" 2>&1 &
-server=$!
-for _ in $(seq 1 300); do
-  grep -q listening "$log" && break
-  kill -0 "$server" 2>/dev/null || { cat "$log" >&2; echo "webrtc-v2v: the server exited" >&2; exit 1; }
-  sleep 0.1
-done
-grep -q listening "$log" || { cat "$log" >&2; echo "webrtc-v2v: the server did not listen in 30 s" >&2; exit 1; }
+bench_server_start "$bin" "$agent" "$server_cpu" "$log" "$port"
 
 # The fixtures of bench/results/v2v-sim-mock-models.md (16 kHz and 8 kHz).
 fixtures=(fixtures/librivox_0870.wav fixtures/en_pause_in_sentence.wav fixtures/phone_pls_hold_while_try_8k.wav)
@@ -61,5 +50,5 @@ for f in "${fixtures[@]}"; do args+=(--fixture "$f"); done
 label="brisvox serve --agent $agent ($bin, profile $profile) on core $server_cpu, brisvox-bench on core $bench_cpu"
 [ -n "${NOTE:-}" ] && label="$label; $NOTE"
 taskset -c "$bench_cpu" "$bench" "${args[@]}" --out "$out" --label "$label"
-stop
+bench_server_stop
 echo "webrtc-v2v: wrote $out.md and $out.json" >&2
