@@ -29,6 +29,7 @@ use tokio::sync::mpsc;
 use crate::admission::{DEFAULT_QUEUE_CONFIRM, PoolPressure, QueueDepthGuard};
 use crate::agent::{AgentSettings, Language, LlmProvider, TurnAnalyzer, TurnPolicy, VadDetector};
 use crate::agent_link::{AgentLinkTotals, AgentLinks, CallAgentLink, CallTools, LinkedSource};
+use crate::chaos::CallChaos;
 use crate::handler::{CallFailed, CallFuture, CallHandler, CallStart, CallTransport, RouteEdge};
 use crate::providers::{build_providers, language_code};
 pub use crate::setup_error::EngineSetupError;
@@ -55,6 +56,8 @@ pub struct EngineCallHandler {
     agent_links: Option<AgentLinks>,
     /// Consumers added to every call's events (tests, later the agent link).
     observers: Vec<Arc<dyn EventObserver>>,
+    /// The agent file's `[chaos]`: faulted mocks for a share of calls.
+    chaos: Option<CallChaos>,
 }
 
 impl std::fmt::Debug for EngineCallHandler {
@@ -94,6 +97,7 @@ impl EngineCallHandler {
             webhooks: crate::webhook::WebhookTools::new(&agent.tools),
             agent_links: AgentLinks::new(&agent.agent_link),
             observers: Vec::new(),
+            chaos: CallChaos::new(agent),
         })
     }
 
@@ -155,6 +159,11 @@ impl CallHandler for EngineCallHandler {
             edge.events.observe(link.observer());
         }
         let mut providers = self.providers.clone();
+        if let Some(chaos) = &self.chaos
+            && chaos.apply(&start.call_id, &mut providers)
+        {
+            tracing::info!(call_id = %start.call_id, "chaos: this call's mocks fail as [chaos] plans");
+        }
         let webhooks = self
             .webhooks
             .as_ref()
@@ -528,7 +537,7 @@ smart_turn_threads = 2
             (2, Duration::from_millis(900))
         );
         assert_eq!(tools.filler.map(|f| f.text), Some("One moment.".to_owned()));
-        let llm = crate::providers::mock_llm(&agent.llm.mock);
+        let llm = crate::providers::mock_llm(&agent.llm.mock, 0);
         let events = |messages: Vec<Message>| {
             let mut stream = llm.stream(LlmRequest::new(messages));
             async move {

@@ -41,6 +41,7 @@ pub mod audio_edge;
 pub mod auth_limit;
 pub mod carrier_control;
 mod carrier_http;
+pub mod chaos;
 pub mod cli;
 pub mod demo;
 pub mod drain;

@@ -58,14 +58,7 @@ pub(crate) fn build_stt(
     agent: &AgentSettings,
 ) -> Result<Arc<dyn brisvox_providers::SttProvider>, EngineSetupError> {
     match agent.stt.provider {
-        SttProvider::Mock => {
-            let stt = MockStt::new(MockSttConfig {
-                final_latency: fixed_ms(agent.stt.mock.final_latency_ms),
-                ..MockSttConfig::default()
-            });
-            stt.set_transcriber(|i| format!("mock transcript {}", i + 1));
-            Ok(Arc::new(stt))
-        }
+        SttProvider::Mock => Ok(Arc::new(mock_stt(&agent.stt.mock, 0))),
         SttProvider::Deepgram => {
             let section = "stt.deepgram";
             let s = agent
@@ -104,11 +97,33 @@ pub(crate) fn build_stt(
     }
 }
 
-/// The mock LLM of `[llm.mock]`, with its scripted tool calls. `answer`
-/// may name `{system}` (the system prompt it was sent) and `{last}` (the
-/// text of the last message), so tests see what context reached the model.
-pub(crate) fn mock_llm(s: &crate::agent::MockLlmSettings) -> MockLlm {
+/// The mock STT of `[stt.mock]`, its random draws from `seed`.
+pub(crate) fn mock_stt(s: &crate::agent::MockSttSettings, seed: u64) -> MockStt {
+    let stt = MockStt::new(MockSttConfig {
+        seed,
+        final_latency: fixed_ms(s.final_latency_ms),
+        ..MockSttConfig::default()
+    });
+    stt.set_transcriber(|i| format!("mock transcript {}", i + 1));
+    stt
+}
+
+/// The mock TTS of `[tts.mock]`, its random draws from `seed`.
+pub(crate) fn mock_tts(s: &crate::agent::MockTtsSettings, seed: u64) -> MockTts {
+    MockTts::new(MockTtsConfig {
+        seed,
+        first_byte: fixed_ms(s.first_byte_ms),
+        ..MockTtsConfig::default()
+    })
+}
+
+/// The mock LLM of `[llm.mock]`, with its scripted tool calls, its random
+/// draws from `seed`. `answer` may name `{system}` (the system prompt it was
+/// sent) and `{last}` (the text of the last message), so tests see what
+/// context reached the model.
+pub(crate) fn mock_llm(s: &crate::agent::MockLlmSettings, seed: u64) -> MockLlm {
     let llm = MockLlm::new(MockLlmConfig {
+        seed,
         first_token: fixed_ms(s.first_token_ms),
         token_interval: fixed_ms(s.token_interval_ms),
         default_answer: s.answer.clone(),
@@ -167,7 +182,7 @@ pub(crate) fn build_llm(
     agent: &AgentSettings,
 ) -> Result<Arc<dyn brisvox_providers::LlmProvider>, EngineSetupError> {
     match agent.llm.provider {
-        LlmProvider::Mock => Ok(Arc::new(mock_llm(&agent.llm.mock))),
+        LlmProvider::Mock => Ok(Arc::new(mock_llm(&agent.llm.mock, 0))),
         LlmProvider::OpenaiCompatible => {
             let section = "llm.openai_compatible";
             let s = agent
@@ -224,10 +239,7 @@ pub(crate) fn build_tts(
             .ok_or(EngineSetupError::MissingSection { section })
     };
     match agent.tts.provider {
-        TtsProvider::Mock => Ok(Arc::new(MockTts::new(MockTtsConfig {
-            first_byte: fixed_ms(agent.tts.mock.first_byte_ms),
-            ..MockTtsConfig::default()
-        }))),
+        TtsProvider::Mock => Ok(Arc::new(mock_tts(&agent.tts.mock, 0))),
         TtsProvider::Cartesia => {
             let section = "tts.cartesia";
             let s = vendor(&agent.tts.cartesia, section)?;

@@ -9,6 +9,7 @@
 //! environment through a lookup function passed in (tests pass their own;
 //! the binary passes [`process_env`]).
 
+mod chaos;
 pub mod exposure;
 mod policy;
 mod providers;
@@ -19,6 +20,7 @@ mod telephony;
 mod tools;
 mod transfer;
 
+pub use chaos::{ChaosSettings, FaultKind, FaultSettings, MAX_FAULT_INDICES};
 pub use policy::{
     DEFAULT_INCOMPLETE_TIMEOUT_MS, DEFAULT_SHED_TARGET_LOAD_PERCENT, DEFAULT_SHED_WAIT_MS,
     DEFAULT_SILENCE_MS, EarlyAnalysisSettings, InterruptionSettings, LOCAL_NOT_HEARD_REPLY,
@@ -196,6 +198,9 @@ pub struct AgentSettings {
     pub tool_calls: ToolCallSettings,
     /// `[agent_link]`: the agent's websocket, opened for every call.
     pub agent_link: AgentLinkSettings,
+    /// `[chaos]`: mock provider faults for a share of calls (absent: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chaos: Option<ChaosSettings>,
 }
 
 impl Default for AgentSettings {
@@ -220,6 +225,7 @@ impl Default for AgentSettings {
             tools: Vec::new(),
             tool_calls: ToolCallSettings::default(),
             agent_link: AgentLinkSettings::default(),
+            chaos: None,
         }
     }
 }
@@ -289,6 +295,9 @@ impl AgentSettings {
         self.server.check(env)?;
         if let Some(r) = &self.recording {
             r.check()?;
+        }
+        if let Some(c) = &self.chaos {
+            c.check(self.stt.provider, self.llm.provider, self.tts.provider)?;
         }
         self.telephony.check(env)
     }
