@@ -19,9 +19,15 @@
 //!   `webrtc::signal`, its offer posted to `/webrtc/offer`; the server's
 //!   end-to-end tests and `brisvox-bench v2v` drive it; and `lossy_udp`, a
 //!   loopback UDP proxy that drops a seeded share of the datagrams each way.
+//! - `faulty_tcp` (feature `tcp`): a loopback TCP proxy that delays, ends,
+//!   resets or stalls a server's stream after a number of bytes, for the
+//!   adapters' chaos tests; [`dice`]: the seeded draws of both faulty links.
 
 pub mod alloc;
+pub mod dice;
 pub mod eventually;
+#[cfg(feature = "tcp")]
+pub mod faulty_tcp;
 #[cfg(feature = "webrtc")]
 pub mod lossy_udp;
 pub mod tasks;

@@ -18,34 +18,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::net::UdpSocket;
 use tokio::task::JoinHandle;
 
+use crate::dice::Dice;
+
 /// Largest datagram forwarded.
 const MAX_DATAGRAM: usize = 2048;
-
-/// A seeded xorshift64: each draw says whether the next datagram drops.
-#[derive(Debug, Clone)]
-pub struct Dice {
-    state: u64,
-    loss_percent: u64,
-}
-
-impl Dice {
-    /// Drops `loss_percent` % of the datagrams (0 to 100), in an order fixed by `seed`.
-    pub fn new(seed: u64, loss_percent: u8) -> Self {
-        Dice {
-            // xorshift's one fixed point is 0.
-            state: seed.max(1),
-            loss_percent: u64::from(loss_percent.min(100)),
-        }
-    }
-
-    /// Whether the next datagram drops.
-    pub fn drops(&mut self) -> bool {
-        self.state ^= self.state << 13;
-        self.state ^= self.state >> 7;
-        self.state ^= self.state << 17;
-        self.state % 100 < self.loss_percent
-    }
-}
 
 /// A direction of the link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,24 +105,4 @@ pub async fn lossy_proxy(
         }
     });
     Ok((addr, task))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_dice_drop_the_share_asked_for_in_a_seeded_order() {
-        let draws = |seed| {
-            let mut d = Dice::new(seed, 5);
-            (0..10_000).map(|_| d.drops()).collect::<Vec<_>>()
-        };
-        let a = draws(7);
-        assert_eq!(a, draws(7));
-        assert_ne!(a, draws(8));
-        let dropped = a.iter().filter(|&&d| d).count();
-        assert!((400..600).contains(&dropped), "{dropped} of 10000");
-        let mut none = Dice::new(7, 0);
-        assert!((0..1000).all(|_| !none.drops()));
-    }
 }
