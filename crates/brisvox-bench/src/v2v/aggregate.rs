@@ -200,6 +200,8 @@ mod tests {
             bot_audio_messages: 0,
             bot_audio_us: Vec::new(),
             end_reason: None,
+            call_id: String::new(),
+            bot_texts: Vec::new(),
         }
     }
 

@@ -103,6 +103,8 @@ impl PreparedFixture {
 /// What one call measured.
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct CallRecord {
+    /// The call id sent in `start` (or the carrier's stream id).
+    pub(crate) call_id: String,
     /// Fixture name.
     pub(crate) fixture: String,
     /// How it was placed: `call` (the URL's route) or `webrtc`.
@@ -125,6 +127,8 @@ pub(crate) struct CallRecord {
     pub(crate) lateness_us: Vec<u32>,
     /// `turn_metrics` events as received.
     pub(crate) turn_metrics: Vec<serde_json::Value>,
+    /// The text of every `bot_text` event, as received (`/call` only).
+    pub(crate) bot_texts: Vec<String>,
     /// `clear` events received.
     pub(crate) clears: u32,
     /// Arrival of every `clear`, µs from the start of the fixture (not in the JSON).
@@ -144,6 +148,7 @@ impl CallRecord {
     /// A call of `fx` that has measured nothing yet: no turns, no frames.
     pub(crate) fn empty(fx: &PreparedFixture) -> CallRecord {
         CallRecord {
+            call_id: String::new(),
             fixture: fx.fixture.sidecar.name.clone(),
             transport: Transport::Url.name(),
             error: None,
@@ -160,6 +165,7 @@ impl CallRecord {
             frames_late_100ms: 0,
             lateness_us: Vec::new(),
             turn_metrics: Vec::new(),
+            bot_texts: Vec::new(),
             clears: 0,
             clear_us: Vec::new(),
             bot_audio_messages: 0,
@@ -186,6 +192,7 @@ pub(super) struct Shared {
 pub(super) struct Received {
     pub(super) bot_audio_us: Vec<u64>,
     pub(super) turn_metrics: Vec<serde_json::Value>,
+    pub(super) bot_texts: Vec<String>,
     pub(super) clear_us: Vec<u64>,
     pub(super) end_reason: Option<String>,
     pub(super) error: Option<String>,
@@ -202,12 +209,23 @@ pub(crate) async fn run_call(
     fx: Arc<PreparedFixture>,
     call_id: &str,
 ) -> CallRecord {
-    if settings.transport == Transport::WebRtc {
-        return super::webrtc::run_call(settings, fx, call_id).await;
-    }
-    if let Some(carrier) = super::carrier::carrier_of_url(&settings.url) {
-        return super::carrier::run_call(settings, fx, call_id, carrier).await;
-    }
+    let mut record = if settings.transport == Transport::WebRtc {
+        super::webrtc::run_call(settings, fx, call_id).await
+    } else if let Some(carrier) = super::carrier::carrier_of_url(&settings.url) {
+        super::carrier::run_call(settings, fx, call_id, carrier).await
+    } else {
+        run_ws_call(settings, fx, call_id).await
+    };
+    record.call_id = call_id.to_owned();
+    record
+}
+
+/// [`run_call`] over the brisvox websocket protocol (`/call`).
+async fn run_ws_call(
+    settings: &CallSettings,
+    fx: Arc<PreparedFixture>,
+    call_id: &str,
+) -> CallRecord {
     let mut record = CallRecord::empty(&fx);
     let ws = match open(settings, &fx, call_id).await {
         Ok(ws) => ws,
@@ -237,6 +255,7 @@ pub(crate) async fn run_call(
         settings.response_window_ms * 1000,
     );
     record.turn_metrics = received.turn_metrics;
+    record.bot_texts = received.bot_texts;
     record.clears = received.clear_us.len() as u32;
     record.clear_us = received.clear_us;
     record.bot_audio_us = received.bot_audio_us;
@@ -438,6 +457,9 @@ async fn receive(
                 let v: serde_json::Value = serde_json::from_str(&t).unwrap_or_default();
                 match v["type"].as_str() {
                     Some("turn_metrics") => out.turn_metrics.push(v),
+                    Some("bot_text") => {
+                        out.bot_texts.extend(v["text"].as_str().map(str::to_owned));
+                    }
                     Some("clear") => out.clear_us.push(at_us),
                     Some("error") => out.error = Some(format!("error event: {t}")),
                     Some("end") => {
