@@ -87,14 +87,21 @@ grep -q '^apology' bench/agents/mock-models.toml && { echo "chaos: mock-models.t
 . scripts/lib/bench-server.sh
 trap bench_server_stop EXIT
 
-# The server's idle figures as JSON: tasks, fds, threads.
+# The server's idle figures as JSON: tasks, fds, threads, each the least of
+# 5 readings 200 ms apart (a reading's own /metrics request, a socket still
+# closing or a blocking-pool thread about to retire would count otherwise);
+# fds and threads are read before the request.
 idle_sample() {
-  local m tasks fds threads
-  m="$(curl -sf "http://127.0.0.1:$BENCH_SERVER_PORT/metrics")"
-  tasks="$(awk '/^brisvox_runtime_alive_tasks /{print $2}' <<<"$m")"
-  fds="$(find "/proc/$BENCH_SERVER_PID/fd" -mindepth 1 -maxdepth 1 | wc -l)"
-  threads="$(awk '/^Threads:/{print $2}' "/proc/$BENCH_SERVER_PID/status")"
-  echo "{\"tasks\": ${tasks:-null}, \"fds\": $fds, \"threads\": $threads}"
+  local tasks=() fds=() threads=() i
+  for i in 1 2 3 4 5; do
+    fds+=("$(find "/proc/$BENCH_SERVER_PID/fd" -mindepth 1 -maxdepth 1 | wc -l)")
+    threads+=("$(awk '/^Threads:/{print $2}' "/proc/$BENCH_SERVER_PID/status")")
+    tasks+=("$(curl -sf "http://127.0.0.1:$BENCH_SERVER_PORT/metrics" | awk '/^brisvox_runtime_alive_tasks /{print $2}')")
+    [ "$i" = 5 ] || sleep 0.2
+  done
+  least() { printf '%s\n' "$@" | grep -E '^[0-9]+$' | sort -n | head -1; }
+  echo "{\"tasks\": $(least "${tasks[@]}" || true), \"fds\": $(least "${fds[@]}"), \"threads\": $(least "${threads[@]}")}" \
+    | sed 's/"tasks": ,/"tasks": null,/'
 }
 
 # Waits until the server has no call left (at most 60 s).
