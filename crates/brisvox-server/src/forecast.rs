@@ -45,9 +45,11 @@ pub enum Pressure {
     SmartTurn,
 }
 
-/// Prior Smart Turn analyses per second of call (conservative: one every
-/// 4 s; the benchmark's calls make about one per 9 s).
-pub const PRIOR_ANALYSES_PER_CALL_S: f64 = 0.25;
+/// Prior Smart Turn analyses per second of call (one every 5 s; the
+/// benchmark's calls make about one per 9 s). It holds until the executor
+/// has run 8 analyses; bursts of admissions before then are the pacer's
+/// ([`crate::pacer`]).
+pub const PRIOR_ANALYSES_PER_CALL_S: f64 = 0.2;
 /// The Smart Turn estimate never falls under one analysis per 20 s of call.
 pub const FLOOR_ANALYSES_PER_CALL_S: f64 = 0.05;
 /// Prior VAD pool time per second of call: 31.25 Silero windows per second

@@ -59,6 +59,7 @@ pub mod logging;
 pub mod metrics;
 pub mod model_metrics;
 pub mod models;
+pub mod pacer;
 pub mod plivo_transfer;
 pub mod probe;
 pub mod providers;

@@ -17,7 +17,7 @@ use brisvox_server::handler::CallHandler;
 use brisvox_server::metrics::ServerMetrics;
 use brisvox_server::model_metrics::ModelStatsSource;
 use brisvox_server::serve::{ServerConfig, serve_until_signal};
-use brisvox_server::shedding::ModelPressure;
+use brisvox_server::shedding::{ModelPressure, ShedLimits};
 use brisvox_server::telemetry::Telemetry;
 use clap::Parser;
 
@@ -75,8 +75,11 @@ fn call_handler(settings: &AgentSettings) -> anyhow::Result<CallEngine> {
         ModelPressure::new(
             model_stats.vad.clone(),
             model_stats.smart_turn.clone(),
-            settings.limits.shed_wait_ms,
-            settings.limits.shed_target_load_percent,
+            ShedLimits {
+                wait_ms: settings.limits.shed_wait_ms,
+                target_percent: settings.limits.shed_target_load_percent,
+                rate_percent: settings.limits.shed_admission_rate_percent,
+            },
         )
     });
     let pressure: Box<dyn PoolPressure> = match shedding.flatten() {
@@ -94,6 +97,7 @@ fn call_handler(settings: &AgentSettings) -> anyhow::Result<CallEngine> {
         load_shedding = settings.limits.load_shedding,
         shed_wait_ms = settings.limits.shed_wait_ms,
         shed_target_load_percent = settings.limits.shed_target_load_percent,
+        shed_admission_rate_percent = settings.limits.shed_admission_rate_percent,
         "call engine ready"
     );
     Ok((Arc::new(handler), pressure, model_stats, agent_link_totals))

@@ -32,7 +32,9 @@
 //!   per second of call; `brisvox_shed_predicted_calls{pool}`, the calls that
 //!   load its threads to `shed_target_load_percent` at that estimate (the
 //!   predicted limit); `brisvox_shed_wait_cap_calls`, the cap the waits set
-//!   (absent until they set one).
+//!   (absent until they set one); with Smart Turn ([`crate::pacer`]):
+//!   `brisvox_shed_admission_rate`, the calls per second the pacer admits,
+//!   and `brisvox_shed_admission_burst_calls`, its bucket's size.
 
 use std::fmt::Write as _;
 
@@ -40,7 +42,7 @@ use brisvox_models::pool::{PoolStats, TIMING_BUCKET_BOUNDS_US, TimingStats};
 use brisvox_models::smart_turn::{SmartTurnService, SmartTurnStats};
 use brisvox_models::vad::service::{VadService, VadServiceStats};
 
-use crate::shedding::{Pressure, ShedReport};
+use crate::shedding::{Pressure, ShedEstimates, ShedReport};
 
 /// The model services whose counters `/metrics` shows; either may be absent
 /// (energy VAD, a fixed turn verdict).
@@ -82,7 +84,11 @@ fn pool_label(p: Pressure) -> &'static str {
 
 /// The `brisvox_shed_*` series of the module doc.
 fn write_shedding(out: &mut String, report: &ShedReport) {
-    let (estimates, cap) = report.estimates();
+    let ShedEstimates {
+        pools: estimates,
+        cap,
+        pacing,
+    } = report.estimates();
     head(
         out,
         "brisvox_shed_call_cost",
@@ -114,6 +120,22 @@ fn write_shedding(out: &mut String, report: &ShedReport) {
             "The cap on calls the pools' waits set (absent: none).",
         );
         let _ = writeln!(out, "brisvox_shed_wait_cap_calls {cap}");
+    }
+    if let Some((rate, burst)) = pacing {
+        head(
+            out,
+            "brisvox_shed_admission_rate",
+            "gauge",
+            "Calls per second load shedding admits (a share of the Smart Turn executor's analyses per second).",
+        );
+        let _ = writeln!(out, "brisvox_shed_admission_rate {rate}");
+        head(
+            out,
+            "brisvox_shed_admission_burst_calls",
+            "gauge",
+            "Calls admitted at once before the admission rate applies.",
+        );
+        let _ = writeln!(out, "brisvox_shed_admission_burst_calls {burst}");
     }
 }
 
@@ -404,8 +426,9 @@ mod tests {
     }
 
     #[test]
-    fn the_shedding_series_show_the_forecast_and_the_wait_cap() {
+    fn the_shedding_series_show_the_forecast_the_wait_cap_and_the_pacing() {
         use crate::forecast::{ForecastSettings, LoadForecast, PoolDemand};
+        use crate::pacer::{AdmissionPacer, PacerSettings};
         use crate::shedding::{ShedState, WaitGuard, WaitSample, wait_limits};
         use std::time::{Duration, Instant};
 
@@ -421,7 +444,7 @@ mod tests {
         // Analyses waiting 400 ms each, sampled every 100 ms with 12 calls
         // running: the guard presses after its confirmation, capping at 12.
         let t0 = Instant::now();
-        for i in 0..10u64 {
+        for i in 0..30u64 {
             let sample = WaitSample {
                 queued: 6,
                 started: 2 * i,
@@ -432,7 +455,15 @@ mod tests {
         }
         let mut text = String::new();
         ModelStatsSource {
-            shedding: Some(ShedReport::new(waits, forecast)),
+            shedding: Some(ShedReport::new(
+                waits,
+                forecast,
+                Some(AdmissionPacer::new(
+                    PacerSettings::new(0.5, Duration::from_millis(250)),
+                    1,
+                    Duration::from_micros(62_500),
+                )),
+            )),
             ..ModelStatsSource::default()
         }
         .render_into(&mut text);
@@ -440,6 +471,8 @@ mod tests {
             "brisvox_shed_call_cost{pool=\"smart_turn\"} 0.01",
             "brisvox_shed_predicted_calls{pool=\"smart_turn\"} 40",
             "brisvox_shed_wait_cap_calls 12",
+            "brisvox_shed_admission_rate 8",
+            "brisvox_shed_admission_burst_calls 4",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -13,8 +13,11 @@
 //!    timeout). Samples closer than `min_interval` to the previous one are
 //!    ignored (they would measure a handful of jobs).
 //! 2. The guard presses once the recent wait has stayed over `limit` for
-//!    `confirm` (a burst of ends of turn on an idle server must not refuse
-//!    calls), and releases once it has stayed at or under `limit / 2` for
+//!    `confirm` (sustained pressure: a burst of ends of turn that the pool
+//!    absorbs must not refuse calls), or at once when a job was skipped for
+//!    waiting past its deadline (Smart Turn's start timeout: that turn waits
+//!    for its fallback, the failure the guards exist to prevent). It
+//!    releases once the wait has stayed at or under `limit / 2` for
 //!    `release` (hysteresis: no flapping at the threshold).
 //! 3. [`ShedState`] combines the guards with a learned cap on calls: when a
 //!    guard starts pressing with N calls running, the cap drops to N (calls
@@ -30,12 +33,15 @@
 //! service and the Smart Turn executor, sampling their counters whenever a
 //! call arrives or `/readyz` is asked (rule 1 ignores samples too close
 //! together), with the limits of `[limits]` (`load_shedding`,
-//! `shed_wait_ms`, `shed_target_load_percent`). These guards react to waits
-//! already there; before them, [`crate::forecast`] refuses a call that the
-//! predicted load of the pools has no room for (told the admissions and
-//! ends of calls, and fed the pools' run times at the same samples). A call
-//! is refused when either says so, with the reason of the one that did (the
-//! waits' first).
+//! `shed_wait_ms`, `shed_target_load_percent`, `shed_admission_rate_percent`).
+//! These guards react to waits already there; before them,
+//! [`crate::pacer`] spaces admissions at the rate the Smart Turn executor
+//! absorbs their first analyses (its bucket holds what drains within
+//! `shed_wait_ms`), and [`crate::forecast`] refuses a call that the predicted
+//! load of the pools has no room for (both told the admissions, the forecast
+//! the ends of calls too, and fed the pools' run times at the same samples).
+//! A call is refused when any says so, with the reason of the first that did
+//! (waits, pacing, predicted load).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -49,6 +55,7 @@ use crate::forecast::{
     FLOOR_ANALYSES_PER_CALL_S, ForecastSettings, LoadForecast, PRIOR_ANALYSES_PER_CALL_S,
     PoolDemand, PoolSample, VAD_FLOOR_COST, VAD_PRIOR_COST,
 };
+use crate::pacer::{AdmissionPacer, PacerSettings};
 
 pub use crate::forecast::Pressure;
 
@@ -126,7 +133,13 @@ impl WaitGuard {
         self.previous = Some((now, sample));
         let wait = self.recent_wait(interval, before, sample);
         self.last_wait = wait;
-        self.update(now, wait);
+        if sample.timed_out > before.timed_out {
+            self.over_since.get_or_insert(now);
+            self.under_since = None;
+            self.pressing = true;
+        } else {
+            self.update(now, wait);
+        }
         self.pressing
     }
 
@@ -253,8 +266,9 @@ impl ShedState {
     }
 }
 
-/// How long the wait must stay over the limit before calls are refused.
-pub const SHED_CONFIRM: Duration = Duration::from_millis(500);
+/// How long the wait must stay over the limit before calls are refused
+/// (sustained pressure, not one burst of ends of turn).
+pub const SHED_CONFIRM: Duration = Duration::from_millis(2000);
 /// How long it must stay under half the limit before they are admitted again.
 pub const SHED_RELEASE: Duration = Duration::from_millis(2000);
 /// Samples closer together than this are ignored.
@@ -292,11 +306,25 @@ pub struct ModelPressure {
     state: Arc<Mutex<Guards>>,
 }
 
-/// The reactive guards and the forecast, under one lock.
+/// The reactive guards, the pacer and the forecast, under one lock.
 #[derive(Debug)]
 struct Guards {
     waits: ShedState,
     forecast: LoadForecast,
+    /// Present when Smart Turn runs.
+    pacer: Option<AdmissionPacer>,
+}
+
+/// What load shedding has learned, for `/metrics`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShedEstimates {
+    /// Each pool's estimated cost (pool-seconds per call-second) and the
+    /// calls its target allows.
+    pub pools: Vec<(Pressure, f64, usize)>,
+    /// The wait guards' learned cap on calls.
+    pub cap: Option<usize>,
+    /// The pacer's admissions per second and its burst in calls.
+    pub pacing: Option<(f64, f64)>,
 }
 
 /// The forecast's estimates, read by `/metrics` at each scrape.
@@ -306,15 +334,22 @@ pub struct ShedReport(Arc<Mutex<Guards>>);
 impl ShedReport {
     /// A report over these guards, each under the lock the report shares
     /// with nothing else ([`ModelPressure::report`] shares its own).
-    pub fn new(waits: ShedState, forecast: LoadForecast) -> Self {
-        Self(Arc::new(Mutex::new(Guards { waits, forecast })))
+    pub fn new(waits: ShedState, forecast: LoadForecast, pacer: Option<AdmissionPacer>) -> Self {
+        Self(Arc::new(Mutex::new(Guards {
+            waits,
+            forecast,
+            pacer,
+        })))
     }
 
-    /// Each pool's estimated cost (pool-seconds per call-second) and the
-    /// calls its target allows, and the wait guards' learned cap.
-    pub fn estimates(&self) -> (Vec<(Pressure, f64, usize)>, Option<usize>) {
+    /// What the guards have learned.
+    pub fn estimates(&self) -> ShedEstimates {
         let g = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        (g.forecast.estimates().collect(), g.waits.cap())
+        ShedEstimates {
+            pools: g.forecast.estimates().collect(),
+            cap: g.waits.cap(),
+            pacing: g.pacer.as_ref().map(|p| (p.rate(), p.burst())),
+        }
     }
 }
 
@@ -343,23 +378,20 @@ fn analysis_time(turn: &SmartTurnService) -> Duration {
 /// The analysis time assumed when the startup probe fails.
 const FALLBACK_ANALYSIS_TIME: Duration = Duration::from_millis(100);
 
-/// The pools the forecast watches, with their priors (the forecast's rule 1).
-fn demands(vad: Option<&VadService>, turn: Option<&SmartTurnService>) -> Vec<PoolDemand> {
+/// The pools the forecast watches, with their priors (the forecast's rule
+/// 1), given Smart Turn's executor threads and analysis time.
+fn demands(vad: Option<&VadService>, turn: Option<(usize, Duration)>) -> Vec<PoolDemand> {
     let vad = vad.map(|v| PoolDemand {
         kind: Pressure::Pool,
         threads: v.pool().stats().threads.max(1),
         prior: VAD_PRIOR_COST,
         floor: VAD_FLOOR_COST,
     });
-    let turn = turn.map(|t| {
-        let analysis = analysis_time(t).as_secs_f64();
-        tracing::info!(
-            analysis_ms = analysis * 1e3,
-            "load shedding: Smart Turn analysis time measured at startup"
-        );
+    let turn = turn.map(|(threads, analysis)| {
+        let analysis = analysis.as_secs_f64();
         PoolDemand {
             kind: Pressure::SmartTurn,
-            threads: t.pool().stats().threads.max(1),
+            threads,
             prior: analysis * PRIOR_ANALYSES_PER_CALL_S,
             floor: analysis * FLOOR_ANALYSES_PER_CALL_S,
         }
@@ -367,17 +399,41 @@ fn demands(vad: Option<&VadService>, turn: Option<&SmartTurnService>) -> Vec<Poo
     vad.into_iter().chain(turn).collect()
 }
 
+/// Smart Turn's executor threads and the time of one analysis measured now.
+fn executor_of(turn: &SmartTurnService) -> (usize, Duration) {
+    let analysis = analysis_time(turn);
+    tracing::info!(
+        analysis_ms = analysis.as_secs_f64() * 1e3,
+        "load shedding: Smart Turn analysis time measured at startup"
+    );
+    (turn.pool().stats().threads.max(1), analysis)
+}
+
+/// The limits of `[limits]` that load shedding follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShedLimits {
+    /// `shed_wait_ms`: the wait guards' limit and the pacer's wait budget.
+    pub wait_ms: u32,
+    /// `shed_target_load_percent`: the forecast's target.
+    pub target_percent: u32,
+    /// `shed_admission_rate_percent`: the pacer's share of the executor.
+    pub rate_percent: u32,
+}
+
 impl ModelPressure {
-    /// Pressure over `vad` and `smart_turn` with a wait limit of `wait_ms`
-    /// and a predicted-load target of `target_percent` of each pool's
-    /// threads; `None` when neither runs (nothing to watch). Times one
-    /// Smart Turn analysis (blocking, tens of ms): call it at startup.
+    /// Pressure over `vad` and `smart_turn` with `limits`; `None` when
+    /// neither runs (nothing to watch). Times one Smart Turn analysis
+    /// (blocking, tens of ms): call it at startup.
     pub fn new(
         vad: Option<VadService>,
         smart_turn: Option<SmartTurnService>,
-        wait_ms: u32,
-        target_percent: u32,
+        limits: ShedLimits,
     ) -> Option<Self> {
+        let ShedLimits {
+            wait_ms,
+            target_percent,
+            rate_percent,
+        } = limits;
         let limits = wait_limits(wait_ms);
         let mut guards = Vec::new();
         if vad.is_some() {
@@ -389,13 +445,17 @@ impl ModelPressure {
         if guards.is_empty() {
             return None;
         }
+        let executor = smart_turn.as_ref().map(executor_of);
         let forecast = LoadForecast::new(
             ForecastSettings::with_target(f64::from(target_percent) / 100.0),
-            demands(vad.as_ref(), smart_turn.as_ref()),
+            demands(vad.as_ref(), executor),
         );
+        let pacing = PacerSettings::new(f64::from(rate_percent) / 100.0, limits.limit);
         let state = Guards {
             waits: ShedState::new(guards, SHED_RAISE_EVERY),
             forecast,
+            pacer: executor
+                .map(|(threads, analysis)| AdmissionPacer::new(pacing, threads, analysis)),
         };
         Some(Self {
             vad,
@@ -457,14 +517,26 @@ impl PoolPressure for ModelPressure {
         let reactive = g.waits.observe(now, active, &waits);
         g.forecast.observe(now, &busy);
         let predicted = g.forecast.refusal(active);
-        Some(match reactive.or(predicted)? {
+        let paced = match (&mut g.pacer, busy.last()) {
+            (Some(pacer), Some(&turn)) => {
+                pacer.observe(now, turn);
+                (!pacer.allows(now)).then_some(Pressure::SmartTurn)
+            }
+            _ => None,
+        };
+        Some(match reactive.or(paced).or(predicted)? {
             Pressure::Pool => Refusal::PoolPressure,
             Pressure::SmartTurn => Refusal::SmartTurnPressure,
         })
     }
 
     fn admitted(&self) {
-        self.lock().forecast.admitted(now());
+        let now = now();
+        let mut g = self.lock();
+        g.forecast.admitted(now);
+        if let Some(pacer) = &mut g.pacer {
+            pacer.admitted(now);
+        }
     }
 
     fn ended(&self) {
@@ -579,6 +651,25 @@ mod tests {
         s.timed_out += 1;
         g.observe(t, s);
         assert_eq!(g.last_wait(), Duration::from_millis(200), "a skipped job");
+    }
+
+    #[test]
+    fn a_skipped_job_presses_at_once_and_a_long_calm_releases() {
+        let mut g = WaitGuard::new(limits());
+        let mut d = Driver::new();
+        let (t, s) = d.step(0, 0, 0);
+        g.observe(t, s);
+        let (t, mut s) = d.step(1, 20, 0);
+        s.timed_out += 1;
+        d.sample = s;
+        assert!(g.observe(t, s), "a job past its deadline: no confirmation");
+        let released_at = (1..=30)
+            .find(|_| {
+                let (t, s) = d.step(2, 20, 0);
+                !g.observe(t, s)
+            })
+            .expect("releases");
+        assert_eq!(released_at, 11, "calm for the release time, 1000 ms");
     }
 
     #[test]

@@ -22,10 +22,10 @@ mod transfer;
 
 pub use chaos::{ChaosSettings, FaultKind, FaultSettings, MAX_FAULT_INDICES};
 pub use policy::{
-    DEFAULT_INCOMPLETE_TIMEOUT_MS, DEFAULT_SHED_TARGET_LOAD_PERCENT, DEFAULT_SHED_WAIT_MS,
-    DEFAULT_SILENCE_MS, EarlyAnalysisSettings, InterruptionSettings, LOCAL_NOT_HEARD_REPLY,
-    LimitsSettings, ShortcutSettings, TurnAnalyzer, TurnPolicy, TurnSettings, VadDetector,
-    VadSettings,
+    DEFAULT_INCOMPLETE_TIMEOUT_MS, DEFAULT_SHED_ADMISSION_RATE_PERCENT,
+    DEFAULT_SHED_TARGET_LOAD_PERCENT, DEFAULT_SHED_WAIT_MS, DEFAULT_SILENCE_MS,
+    EarlyAnalysisSettings, InterruptionSettings, LOCAL_NOT_HEARD_REPLY, LimitsSettings,
+    ShortcutSettings, TurnAnalyzer, TurnPolicy, TurnSettings, VadDetector, VadSettings,
 };
 pub use providers::{
     DeepgramSttSettings, EnvLookup, LlmProvider, LlmSection, LocalLlmSettings, LocalModelSettings,

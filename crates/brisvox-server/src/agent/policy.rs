@@ -425,24 +425,31 @@ pub struct LimitsSettings {
     pub idle_prompt: String,
     /// Caller silence after which the call ends, in seconds.
     pub idle_end_after_s: u32,
-    /// Refuse new calls while the model pools' waits are over
-    /// `shed_wait_ms` (`crate::shedding`); false: only the VAD queue's depth
-    /// and `max_calls` refuse calls.
+    /// Refuse new calls that the model pools have no room for
+    /// (`crate::shedding`); false: only the VAD queue's depth and
+    /// `max_calls` refuse calls.
     pub load_shedding: bool,
     /// The recent wait of the VAD or Smart Turn pool above which new calls
-    /// are refused, in ms.
+    /// are refused (once sustained), and the wait a burst of admitted calls'
+    /// first analyses may cause, in ms.
     pub shed_wait_ms: u32,
     /// With `load_shedding`: a new call is refused when the calls running
     /// and it would load the Smart Turn executor's (or the VAD pool's)
     /// threads over this share, in percent, at their learned cost per call
     /// (`crate::forecast`).
     pub shed_target_load_percent: u32,
+    /// With `load_shedding` and Smart Turn: new calls are admitted at most
+    /// at this share, in percent, of the analyses per second the executor
+    /// finishes (`crate::pacer`).
+    pub shed_admission_rate_percent: u32,
 }
 
 /// Default of `[limits] shed_wait_ms`.
-pub const DEFAULT_SHED_WAIT_MS: u32 = 100;
+pub const DEFAULT_SHED_WAIT_MS: u32 = 250;
 /// Default of `[limits] shed_target_load_percent`.
-pub const DEFAULT_SHED_TARGET_LOAD_PERCENT: u32 = 40;
+pub const DEFAULT_SHED_TARGET_LOAD_PERCENT: u32 = 80;
+/// Default of `[limits] shed_admission_rate_percent`.
+pub const DEFAULT_SHED_ADMISSION_RATE_PERCENT: u32 = 90;
 
 impl Default for LimitsSettings {
     fn default() -> Self {
@@ -455,6 +462,7 @@ impl Default for LimitsSettings {
             load_shedding: true,
             shed_wait_ms: DEFAULT_SHED_WAIT_MS,
             shed_target_load_percent: DEFAULT_SHED_TARGET_LOAD_PERCENT,
+            shed_admission_rate_percent: DEFAULT_SHED_ADMISSION_RATE_PERCENT,
         }
     }
 }
@@ -468,6 +476,12 @@ impl LimitsSettings {
             self.shed_target_load_percent,
             5,
             95,
+        )?;
+        range(
+            "limits.shed_admission_rate_percent",
+            self.shed_admission_rate_percent,
+            5,
+            100,
         )?;
         range(
             "limits.max_call_duration_s",
