@@ -8,9 +8,12 @@
 #      lost); its 1-call warm-up p50 is the floor of every later run.
 #   2. Each load L and mode: `brisvox-bench capacity --steps L --admitted-only
 #      --floor-ms FLOOR`: the calls the server admitted are judged against the
-#      SLO, the refused ones (HTTP 503 before the upgrade) are counted apart.
+#      SLO, the refused ones (HTTP 503 before the upgrade) are counted apart;
+#      a refused slot redials after a random pause (uniform between 0.5 and
+#      1.5 of the fixture's length, drawn from --seed), as callers do.
 #   3. OUT/summary.md: one row per run (admitted, refused, p50/p95 of the
-#      admitted calls, verdict, refusal reasons from /metrics).
+#      admitted calls, verdict, refusal reasons, Smart Turn timeouts and the
+#      shedding's learned limits from /metrics).
 #
 # Usage: scripts/shedding.sh [--bindir DIR] [--out DIR] [--capacity N]
 #                            [--floor-ms MS] [--rounds N] [--fixture WAV]
@@ -23,7 +26,8 @@
 #   arrivals (every slot plays the fixture from its start: ends of turn
 #   close together). --arrivals poisson: slots start as a Poisson process and
 #   each call plays one of --fixtures (default: the librivox ones) from a
-#   random point of silence, drawn from --seed (default 1); the ramp too.
+#   random point of silence, drawn from --seed (default 1; it also draws
+#   the redial pauses); the ramp too.
 #   --target-percent P sets [limits] shed_target_load_percent of the runs
 #   with shedding (default: the server's). --loads: the load factors
 #   (default 1,1.5,2).
@@ -59,7 +63,7 @@ while [ $# -gt 0 ]; do
     --seed) seed="$2"; shift 2 ;;
     --target-percent) target="$2"; shift 2 ;;
     --loads) factors="$2"; shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "shedding: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -68,13 +72,13 @@ for b in brisvox brisvox-bench; do
 done
 case "$arrivals" in
   aligned) [ -z "$fixtures" ] || { echo "shedding: --fixtures is for --arrivals poisson" >&2; exit 2; }
-    arrival_opts=() ;;
+    arrival_opts=(--seed "$seed") ;;
   poisson) fixtures="${fixtures:-fixtures/librivox_0870.wav,fixtures/librivox_0880.wav,fixtures/librivox_0890.wav,fixtures/librivox_0920.wav,fixtures/librivox_0930.wav}"
     arrival_opts=(--arrivals poisson --fixtures "$fixtures" --seed "$seed") ;;
   *) echo "shedding: --arrivals must be aligned or poisson" >&2; exit 2 ;;
 esac
 mkdir -p "$out"
-cmdline="scripts/shedding.sh --bindir $bindir --out $out${capacity:+ --capacity $capacity}${floor:+ --floor-ms $floor} --rounds $rounds --fixture $fixture --ramp $ramp_steps --resolution $resolution --arrivals $arrivals${fixtures:+ --fixtures $fixtures --seed $seed}${target:+ --target-percent $target} --loads $factors"
+cmdline="scripts/shedding.sh --bindir $bindir --out $out${capacity:+ --capacity $capacity}${floor:+ --floor-ms $floor} --rounds $rounds --fixture $fixture --ramp $ramp_steps --resolution $resolution --arrivals $arrivals${fixtures:+ --fixtures $fixtures} --seed $seed${target:+ --target-percent $target} --loads $factors"
 
 # The agent file of a mode: mock-models.toml with its load_shedding line set
 # (and, with shedding, the target of --target-percent).
@@ -167,8 +171,8 @@ print(f"- started {started}, load average at the start {load_start}, at the end 
 print(f"- agent: bench/agents/mock-models.toml (mock providers, Silero VAD, Smart Turn v3.2) over /call (fixture(s) and arrivals in the command), server on core 0, generator on core 1; the agents of the runs: `agent-shedding-false.toml`, `agent-shedding-true.toml`")
 print(f"- capacity {capacity} calls (largest step of the ramp within the SLO, `ramp.md`); floor {float(floor):.1f} ms (1-call p50 of the ramp's warm-up); SLO: p95 V2V of the admitted calls <= floor + 250 ms, no turn lost")
 print()
-print("| load | calls at once | shedding | calls placed | admitted | refused (503) | admitted p50 / p95 V2V (ms) | SLO limit (ms) | verdict | refusals in /metrics | predicted limit at the end (Smart Turn cost, ms per call-s) | reasons |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| load | calls at once | shedding | calls placed | admitted | refused (503) | admitted p50 / p95 V2V (ms) | SLO limit (ms) | verdict | refusals in /metrics | Smart Turn wait p95 (ms) / timed out | predicted limit at the end (Smart Turn cost, ms per call-s) | admission rate (calls/s) / burst | reasons |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 def scrape(path):
     try:
         return open(path).read()
@@ -180,6 +184,17 @@ def refusals(text):
     got = re.findall(r'brisvox_calls_refused_total\{reason="([a-z_]+)"\} (\d+)', text)
     got = [f"{r} {n}" for r, n in got if n != "0"]
     return ", ".join(got) or "none"
+def pacing(text):
+    rate = re.search(r'brisvox_shed_admission_rate ([0-9.e+-]+)', text or "")
+    burst = re.search(r'brisvox_shed_admission_burst_calls ([0-9.e+-]+)', text or "")
+    if not rate or not burst:
+        return "-"
+    return f"{float(rate.group(1)):.1f} / {float(burst.group(1)):.0f}"
+def turn_waits(step):
+    m = (step.get("server_metrics") or {}).get("metrics") or {}
+    w = m.get("smart_turn_wait_ms") or {}
+    p95 = f'{w["p95"]:.0f}' if "p95" in w else "-"
+    return f'{p95} / {m.get("smart_turn_timed_out", "-")}'
 def predicted(text):
     calls = re.search(r'brisvox_shed_predicted_calls\{pool="smart_turn"\} (\d+)', text or "")
     cost = re.search(r'brisvox_shed_call_cost\{pool="smart_turn"\} ([0-9.e+-]+)', text or "")
@@ -198,7 +213,7 @@ for load in loads:
         reasons = "; ".join(st["verdict"]["reasons"]) or "-"
         m = scrape(f"{out}/{name}.metrics.txt")
         p = lambda k: f'{v[k]:.0f}' if k in v else "-"
-        print(f'| {factor:.2g}x | {load} | {"on" if mode == "true" else "off"} | {placed} | {s["calls"]} | {st["refused_calls"]} | {p("p50")} / {p("p95")} | {r["p95_limit_ms"]:.0f} | {st["verdict"]["outcome"]} | {refusals(m)} | {predicted(m)} | {reasons} |')
+        print(f'| {factor:.2g}x | {load} | {"on" if mode == "true" else "off"} | {placed} | {s["calls"]} | {st["refused_calls"]} | {p("p50")} / {p("p95")} | {r["p95_limit_ms"]:.0f} | {st["verdict"]["outcome"]} | {refusals(m)} | {turn_waits(st)} | {predicted(m)} | {pacing(m)} | {reasons} |')
 print()
 print("Each row is one run against a fresh server (`load-N-shedding-MODE.md/json`, the server's last /metrics scrape in `.metrics.txt`). With shedding off nothing is refused below `max_calls`, so every placed call is judged.")
 PY

@@ -10,10 +10,16 @@
 //!   synchronised across calls or rounds. The draws come from `--seed` and the
 //!   step number: a run is reproducible.
 //!
+//! With `--admitted-only`, a slot whose call was refused redials after a
+//! random pause ([`redial_pause`]: uniform between half and one and a half
+//! of its fixture's length, drawn per slot from `--seed`), as callers redial
+//! after a while of their own rather than all together.
+//!
 //! Sans-IO: this module draws the plan; `run_step` follows it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::v2v::client::PreparedFixture;
 use crate::v2v::schedule;
@@ -89,6 +95,21 @@ impl Draws {
     pub(crate) fn exponential(&mut self, mean: f64) -> f64 {
         -mean * (1.0 - self.unit()).ln()
     }
+}
+
+/// Keeps the redial draws apart from the plans' ([`Draws::new`] of the same
+/// seed and a step number).
+const REDIAL_SEED: u64 = 0x7265_6469_616c_0001;
+
+/// The draws of one slot's redial pauses in step `step`.
+pub(crate) fn redial_draws(seed: u64, step: usize, slot: usize) -> Draws {
+    Draws::new(seed ^ REDIAL_SEED, ((step as u64) << 32) | slot as u64)
+}
+
+/// How long a refused caller waits before it dials again: uniform between
+/// half and one and a half of `around`.
+pub(crate) fn redial_pause(draws: &mut Draws, around: Duration) -> Duration {
+    around.mul_f64(0.5 + draws.unit())
 }
 
 /// The frames a call of `fx` may start at: each 20 ms frame that begins in
@@ -337,6 +358,29 @@ mod tests {
             assert_eq!(cut[c].spans.len(), if c.frame < 75 { 2 } else { 1 });
         }
         assert!(cut.len() <= 57);
+    }
+
+    #[test]
+    fn refused_callers_redial_after_seeded_pauses_spread_around_the_fixture() {
+        let around = Duration::from_millis(7100);
+        let pauses = |seed, slot| -> Vec<Duration> {
+            let mut d = redial_draws(seed, 0, slot);
+            (0..400).map(|_| redial_pause(&mut d, around)).collect()
+        };
+        let p = pauses(1, 3);
+        assert_eq!(p, pauses(1, 3), "the same seed and slot, the same pauses");
+        assert_ne!(p, pauses(1, 4), "each slot its own");
+        assert_ne!(p, pauses(2, 3));
+        let (lo, hi) = (around / 2, around * 3 / 2);
+        assert!(p.iter().all(|&x| lo <= x && x < hi), "within 0.5-1.5x");
+        let mean = p.iter().sum::<Duration>().as_secs_f64() / p.len() as f64;
+        // Uniform over 7.1 s: sd of the mean of 400 is 0.1 s.
+        assert!((mean - 7.1).abs() < 0.5, "mean {mean}");
+        let below = p.iter().filter(|&&x| x < around).count();
+        assert!(
+            (150..=250).contains(&below),
+            "{below} of 400 under the fixture"
+        );
     }
 
     #[test]

@@ -62,8 +62,9 @@ pub(crate) const USAGE: &str =
   --out PATH                 writes PATH.md and PATH.json (default: markdown to stdout)
   --client-workers N         tokio worker threads of the load generator (default 2)
   --admitted-only            judge the calls the server admitted; a refused call (HTTP 503)
-                             is counted apart, and its slot waits one fixture's length before
-                             its next call (load shedding runs)";
+                             is counted apart, and its slot redials after a random pause,
+                             uniform between 0.5 and 1.5 of the fixture's length, drawn per
+                             slot from --seed (load shedding runs)";
 
 /// Options of `capacity`.
 #[derive(Debug, Clone)]
@@ -324,13 +325,16 @@ async fn run_step(
         let (cut, call, done, failed) = (cut.clone(), a.call.clone(), done.clone(), failed.clone());
         let start_at = begin + Duration::from_millis(slot_plan.start_ms);
         let admitted_only = a.admitted_only;
+        let mut redials = arrivals::redial_draws(a.seed, step_no, slot);
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep_until(start_at).await;
             let mut out = Vec::with_capacity(slot_plan.calls.len());
             for (round, start) in slot_plan.calls.iter().enumerate() {
                 let fx = cut[start].clone();
-                let wait_after_refusal = admitted_only
-                    .then(|| Duration::from_secs_f64(fx.fixture.duration_ms() / 1000.0));
+                let wait_after_refusal = admitted_only.then(|| {
+                    let length = Duration::from_secs_f64(fx.fixture.duration_ms() / 1000.0);
+                    arrivals::redial_pause(&mut redials, length)
+                });
                 let r = client::run_call(&call, fx, &format!("cap-{step_no}-{slot}-{round}")).await;
                 if r.error.is_some() {
                     failed.fetch_add(1, Ordering::Relaxed);
@@ -581,7 +585,7 @@ fn markdown(
         a.spread_ms,
         arrivals_note(a),
         if a.admitted_only {
-            " (--admitted-only: over the calls the server admitted; refused calls apart, their slot waiting one fixture's length before its next call)"
+            " (--admitted-only: over the calls the server admitted; refused calls apart, their slot redialling after a random pause, uniform between 0.5 and 1.5 of the fixture's length)"
         } else {
             ""
         }
