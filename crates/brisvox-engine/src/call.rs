@@ -316,6 +316,7 @@ impl Call {
             events: self.events.clone(),
             context,
             early_analysis: self.config.early_analysis,
+            analysis_hold: self.config.analysis_hold,
         });
         let outcome = driver.run().await;
         self.finish(outcome, Tasks { plain, llm, output }).await

@@ -141,6 +141,15 @@ pub struct EngineConfig {
     pub energy_vad: EnergyVadConfig,
     /// Early analysis at the VAD's falling hint; `None` (the default) is off.
     pub early_analysis: Option<EarlyAnalysisConfig>,
+    /// How long a stop's Smart Turn analysis may wait for the stop's STT
+    /// final (with `turn.require_final`) before it runs; zero (the default)
+    /// runs it at the stop. The audio is taken at the stop either way, so the
+    /// verdict is the same; it starts when the finals are in (the first
+    /// moment it can end the turn), or when this hold ends, whichever comes
+    /// first. A caller who goes on before then costs no analysis. The cost:
+    /// when the final comes sooner than the hold plus one analysis, the
+    /// verdict comes up to one analysis after the final instead of with it.
+    pub analysis_hold: Duration,
     /// How tool calls run (rounds, timeout, filler).
     pub tools: crate::tools::ToolSettings,
     /// Said when the LLM fails during an answer (refused, failed before or
@@ -167,6 +176,7 @@ impl Default for EngineConfig {
             queues: QueueCapacities::default(),
             energy_vad: EnergyVadConfig::default(),
             early_analysis: None,
+            analysis_hold: Duration::ZERO,
             tools: crate::tools::ToolSettings::default(),
             apology: None,
         }

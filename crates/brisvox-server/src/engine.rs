@@ -240,6 +240,7 @@ pub fn engine_config(agent: &AgentSettings, output_rate_hz: u32) -> EngineConfig
     }
     config.vad = agent.vad_params();
     config.energy_vad.speech_dbfs = agent.vad.energy_dbfs;
+    config.analysis_hold = Duration::from_millis(u64::from(agent.turn.analysis_hold_ms));
     let early = &agent.turn.early_analysis;
     config.early_analysis = early.enabled.then(|| EarlyAnalysisConfig {
         max_per_turn: early.max_per_turn,
@@ -457,6 +458,8 @@ mod tests {
         let agent = AgentSettings::from_toml_str(
             r#"
 language = "tr"
+[turn]
+analysis_hold_ms = 400
 [turn.shortcut]
 terminal_ms = 0
 [turn.early_analysis]
@@ -482,6 +485,8 @@ smart_turn_threads = 2
         assert_eq!(shortcut.language, brisvox_text::Language::Tr);
         assert_eq!(config.vad.fall_delay, Some(Duration::from_millis(64)));
         assert_eq!(config.early_analysis.map(|e| e.max_per_turn), Some(4));
+        assert_eq!(config.analysis_hold, Duration::from_millis(400));
+        assert_eq!(EngineConfig::default().analysis_hold, Duration::ZERO);
         assert_eq!(agent.runtime.smart_turn_threads, 2);
         assert_eq!(config.turn.speculation, None, "speculation is opt-in");
         let agent = AgentSettings::from_toml_str(

@@ -12,6 +12,15 @@
 //! snapshot buffers are reused and whose refused and late analyses are failed
 //! verdicts, counted; on an inline pool its result is taken as soon as it is
 //! submitted); responses go to the LLM stage;
+//!
+//! Analyses that cannot change the outcome are not run: one for a stop the
+//! machine no longer awaits (the caller went on, the turn ended by another
+//! rule) is dropped, which cancels it while it waits for the executor; and
+//! with an analysis hold ([`EngineConfig::analysis_hold`](crate::EngineConfig::analysis_hold))
+//! the stop's audio is snapshotted at once but sent only when the verdict can
+//! end the turn ([`TurnMachine::verdict_usable`]: the STT finals are in) or
+//! the hold ends, so a caller who goes on before the final costs none.
+//!
 //! `CancelResponse`, `CutResponse` and `Interrupt` raise the epoch floor, which
 //! every stage watches (the output stage clears the transport); `EndCall` ends
 //! the driver.
@@ -95,6 +104,10 @@ pub(crate) struct TurnDriver {
     context: CallContext,
     /// The analysis in flight on a threaded pool.
     analysis: Option<(StopId, PendingVerdict)>,
+    /// How long a stop's analysis may wait for the stop's final.
+    analysis_hold: std::time::Duration,
+    /// The stop's snapshot held until its verdict can be used (or the hold ends).
+    held: Option<Held>,
     /// Early analysis at falling hints (with Smart Turn, when configured).
     early: Option<EarlyAnalysis>,
     /// The speech end of the last confirmed stop.
@@ -125,6 +138,16 @@ pub(crate) struct DriverParts {
     pub(crate) context: CallContext,
     /// Early analysis settings; `None` is off.
     pub(crate) early_analysis: Option<EarlyAnalysisConfig>,
+    /// How long a stop's analysis may wait for the stop's final (zero: none).
+    pub(crate) analysis_hold: std::time::Duration,
+}
+
+/// A stop's audio, snapshotted at the stop, whose analysis waits.
+struct Held {
+    stop: StopId,
+    snapshot: Vec<i16>,
+    /// When the hold ends and the analysis is sent anyway.
+    until: Instant,
 }
 
 impl TurnDriver {
@@ -147,6 +170,8 @@ impl TurnDriver {
             events: parts.events,
             context: parts.context,
             analysis: None,
+            analysis_hold: parts.analysis_hold,
+            held: None,
             records: Vec::new(),
             records_dropped: 0,
             end: None,
@@ -167,11 +192,16 @@ impl TurnDriver {
             if self.end.is_some() {
                 break;
             }
+            if self.release_held() {
+                // An inline verdict may have given the machine actions.
+                continue;
+            }
             let deadline = self.machine.poll_timeout();
             if deadline.is_some_and(|d| d <= now()) {
                 self.machine.handle_timeout(now());
                 continue;
             }
+            let hold_ends = self.held.as_ref().map(|h| h.until);
             tokio::select! {
                 biased;
                 result = analysis(&mut self.analysis), if self.analysis.is_some() => {
@@ -186,7 +216,11 @@ impl TurnDriver {
                     Some(input) => self.on_input(input),
                     None => self.end = Some(CallEnd::Hangup),
                 },
-                () = sleep_until(deadline) => self.machine.handle_timeout(now()),
+                () = sleep_until(earliest(deadline, hold_ends)) => {
+                    if deadline.is_some_and(|d| d <= now()) {
+                        self.machine.handle_timeout(now());
+                    }
+                }
             }
         }
         self.finish()
@@ -526,6 +560,51 @@ impl TurnDriver {
                 .unwrap_or_else(PoisonError::into_inner)
                 .snapshot_into(&mut snapshot);
         }
+        if !self.analysis_hold.is_zero() && !self.machine.verdict_usable(stop) {
+            let until = now() + self.analysis_hold;
+            if let Some(older) = self.held.replace(Held {
+                stop,
+                snapshot,
+                until,
+            }) {
+                service.recycle(older.snapshot);
+            }
+            return;
+        }
+        self.start_analysis(stop, snapshot);
+    }
+
+    /// Sends the held analysis once its verdict can end the turn or its hold
+    /// ended; drops it (no analysis) once the machine no longer awaits it.
+    /// True when an analysis was sent.
+    fn release_held(&mut self) -> bool {
+        let Some(held) = &self.held else {
+            return false;
+        };
+        let (stop, until) = (held.stop, held.until);
+        let awaited = self.machine.awaits_verdict(stop);
+        if awaited && !self.machine.verdict_usable(stop) && now() < until {
+            return false;
+        }
+        let Some(held) = self.held.take() else {
+            return false;
+        };
+        let Verdicts::Service(service) = &self.verdicts else {
+            return false;
+        };
+        if !awaited {
+            service.recycle(held.snapshot);
+            return false;
+        }
+        self.start_analysis(stop, held.snapshot);
+        true
+    }
+
+    /// Sends the analysis of `snapshot` for `stop`.
+    fn start_analysis(&mut self, stop: StopId, snapshot: Vec<i16>) {
+        let Verdicts::Service(service) = &self.verdicts else {
+            return;
+        };
         let mut pending = service.analyze(snapshot);
         // A refusal, or an inline pool's verdict, is ready now: handle it in order.
         match Pin::new(&mut pending).poll(&mut Context::from_waker(Waker::noop())) {
@@ -591,6 +670,14 @@ impl TurnDriver {
             Err(_) => Verdict::Failed,
         };
         self.machine.handle_verdict(now(), stop, verdict);
+    }
+}
+
+/// The earlier of two optional deadlines.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -683,6 +770,7 @@ mod tests {
             events: EventBus::new(),
             context: CallContext::default(),
             early_analysis: None,
+            analysis_hold: Duration::ZERO,
         });
         let task = tokio::spawn(driver.run());
 

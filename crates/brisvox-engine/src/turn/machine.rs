@@ -400,6 +400,20 @@ impl TurnMachine {
         self.state == TurnState::UserPaused && self.turn.stop == Some(stop)
     }
 
+    /// Whether a verdict for `stop` could end the turn now: the machine awaits
+    /// it and nothing else holds the turn open. With `require_final`, a
+    /// verdict only counts once every final is in (or the wait for them gave
+    /// up, or the policy's deadline passed); until then it changes nothing,
+    /// and if the caller goes on first it never will. The driver may hold an
+    /// analysis until then ([`EngineConfig::analysis_hold`](crate::EngineConfig::analysis_hold)).
+    pub fn verdict_usable(&self, stop: StopId) -> bool {
+        self.awaits_verdict(stop)
+            && (!self.config.require_final
+                || self.turn.finals_pending == 0
+                || self.turn.final_given_up
+                || self.turn.policy_deadline_passed)
+    }
+
     /// The current state.
     pub fn state(&self) -> TurnState {
         self.state

@@ -607,6 +607,36 @@ fn a_verdict_is_awaited_only_while_the_caller_is_paused_at_its_stop() {
 }
 
 #[test]
+fn a_verdict_is_usable_once_the_finals_are_in_or_their_wait_gave_up() {
+    let mut d = Driver::new(TurnConfig::default());
+    d.speech(100, 164);
+    d.stop(1000, 1100);
+    let first = d.last_stop().unwrap();
+    assert!(
+        !d.m.verdict_usable(first),
+        "the final of its finalize is pending"
+    );
+    d.final_(1250, "a");
+    assert!(d.m.verdict_usable(first), "every final is in");
+    d.speech(1300, 1364);
+    assert!(!d.m.verdict_usable(first), "the caller went on");
+    d.stop(2000, 2100);
+    let second = d.last_stop().unwrap();
+    assert!(!d.m.verdict_usable(second));
+    // The final never comes: usable once the wait for it gives up.
+    d.advance_to(2100 + 1500);
+    assert!(d.m.verdict_usable(second), "the final timeout passed");
+    let mut no_final = Driver::new(TurnConfig {
+        require_final: false,
+        ..TurnConfig::default()
+    });
+    no_final.speech(100, 164);
+    no_final.stop(1000, 1100);
+    let stop = no_final.last_stop().unwrap();
+    assert!(no_final.m.verdict_usable(stop), "nothing waits for a final");
+}
+
+#[test]
 fn fixed_silence_counts_from_the_backdated_stop() {
     let mut d = Driver::new(fixed(450));
     d.speech(100, 164);

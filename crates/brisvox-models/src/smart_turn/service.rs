@@ -238,19 +238,14 @@ impl SmartTurnService {
     /// a full queue is known here, and the future then resolves at once to
     /// [`SmartTurnError::Saturated`]. The analysis must start within the configured
     /// start timeout or it resolves to [`SmartTurnError::TimedOut`].
-    pub fn analyze(&self, mut snapshot: Vec<i16>) -> PendingVerdict {
+    pub fn analyze(&self, snapshot: Vec<i16>) -> PendingVerdict {
         let model = Arc::clone(&self.model);
         let buffers = Arc::clone(&self.buffers);
         let max_free = self.max_free_buffers;
         let deadline = Instant::now() + self.start_timeout;
         let submitted = self.pool.submit(Priority::Normal, Some(deadline), move || {
             let verdict = model.analyze(&snapshot);
-            let mut free = buffers.lock().unwrap_or_else(PoisonError::into_inner);
-            if free.len() < max_free && snapshot.capacity() >= RING_SAMPLES {
-                // `snapshot_buffer` promises an empty buffer.
-                snapshot.clear();
-                free.push(snapshot);
-            }
+            give_back(&buffers, max_free, snapshot);
             verdict
         });
         let state = match submitted {
@@ -261,6 +256,13 @@ impl SmartTurnService {
             state,
             counters: Arc::clone(&self.counters),
         }
+    }
+
+    /// Returns a buffer from [`snapshot_buffer`](Self::snapshot_buffer) that
+    /// was not analysed after all (the caller went on before it was sent),
+    /// so the next snapshot reuses it.
+    pub fn recycle(&self, snapshot: Vec<i16>) {
+        give_back(&self.buffers, self.max_free_buffers, snapshot);
     }
 
     /// A snapshot of the counters (each read atomically; not one consistent cut).
@@ -276,6 +278,17 @@ impl SmartTurnService {
             model_us_total: c.model_us_total.load(Ordering::Relaxed),
             max_analysis_us: c.max_analysis_us.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// Puts `snapshot` back on the free list, emptied, unless the list is full
+/// or the buffer is too small to hold a ring.
+fn give_back(buffers: &Mutex<Vec<Vec<i16>>>, max_free: usize, mut snapshot: Vec<i16>) {
+    let mut free = buffers.lock().unwrap_or_else(PoisonError::into_inner);
+    if free.len() < max_free && snapshot.capacity() >= RING_SAMPLES {
+        // `snapshot_buffer` promises an empty buffer.
+        snapshot.clear();
+        free.push(snapshot);
     }
 }
 

@@ -67,6 +67,9 @@ pub struct TurnSettings {
     pub require_final: bool,
     /// The longest wait for the STT final after the turn end, in ms.
     pub final_timeout_ms: u32,
+    /// How long a stop's Smart Turn analysis may wait for the stop's STT
+    /// final before it runs, in ms (0: at the stop).
+    pub analysis_hold_ms: u32,
     /// Said when the caller clearly spoke but nothing was recognised (an
     /// empty transcript, an STT error, a late final); empty: say nothing.
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -95,6 +98,7 @@ impl Default for TurnSettings {
             silence_ms: None,
             require_final: true,
             final_timeout_ms: 1000,
+            analysis_hold_ms: 0,
             not_heard_reply: String::new(),
             not_heard_min_speech_ms: 500,
             shortcut: ShortcutSettings::default(),
@@ -278,6 +282,7 @@ impl TurnSettings {
             0,
             5000,
         )?;
+        range("turn.analysis_hold_ms", self.analysis_hold_ms, 0, 10_000)?;
         range("turn.final_timeout_ms", self.final_timeout_ms, 0, 10_000)
     }
 }
