@@ -5,8 +5,8 @@
 //!
 //! ```text
 //! brisvox-bench model-cpu [--seconds S] [--rounds N] [--streams 1,10,100,500]
-//!                         [--smart-turn-runs N] [--out bench/results/model-cpu.md]
-//!                         [--compare-model PATH]
+//!                         [--smart-turn-runs N] [--options-runs N] [--only SECTION]
+//!                         [--out bench/results/model-cpu.md] [--compare-model PATH]
 //! ```
 
 mod alloc_count;
@@ -17,6 +17,7 @@ mod lossy_proxy;
 mod model_cpu;
 mod model_cpu_profile;
 mod model_cpu_smart_turn;
+mod model_cpu_smart_turn_options;
 mod quality;
 mod report;
 mod sim_load;
@@ -41,6 +42,9 @@ subcommands:
               --rounds N         interleaved rounds (default 3)
               --streams LIST     stream counts, comma-separated (default 1,10,100,500)
               --smart-turn-runs N  runs per Smart Turn configuration (default 15)
+              --options-runs N   runs per ONNX Runtime session option of the
+                                 Smart Turn sweep (default 40)
+              --only SECTION     one section: silero, smart-turn or smart-turn-options
               --out PATH         report file (default bench/results/model-cpu.md)
               --compare-model PATH  also measure another Silero model file
   v2v         voice-to-voice latency over the websocket or WebRTC (brisvox-bench v2v --help)
@@ -53,11 +57,18 @@ subcommands:
   lossy-proxy a seeded lossy UDP link in front of a port range, for the browser's loss test
               (brisvox-bench lossy-proxy --help)";
 
+/// The sections of `model-cpu` that `--only` can pick.
+const SECTIONS: [&str; 3] = ["silero", "smart-turn", "smart-turn-options"];
+
 /// Options of `model-cpu`.
 struct ModelCpuArgs {
     silero: SileroBenchOptions,
     /// Runs per Smart Turn configuration (read by the Smart Turn section).
     smart_turn_runs: usize,
+    /// Runs per session option of the Smart Turn sweep.
+    options_runs: usize,
+    /// Only this section (`silero`, `smart-turn`, `smart-turn-options`); all when `None`.
+    only: Option<String>,
     out: PathBuf,
 }
 
@@ -70,6 +81,8 @@ fn parse_model_cpu(args: &[String]) -> Result<ModelCpuArgs, String> {
             compare_model: None,
         },
         smart_turn_runs: 15,
+        options_runs: 40,
+        only: None,
         out: PathBuf::from("bench/results/model-cpu.md"),
     };
     let mut it = args.iter();
@@ -101,6 +114,17 @@ fn parse_model_cpu(args: &[String]) -> Result<ModelCpuArgs, String> {
                 let v = value()?;
                 parsed.smart_turn_runs = v.parse().map_err(|_| bad(&v))?;
             }
+            "--options-runs" => {
+                let v = value()?;
+                parsed.options_runs = v.parse().map_err(|_| bad(&v))?;
+            }
+            "--only" => {
+                let v = value()?;
+                if !SECTIONS.contains(&v.as_str()) {
+                    return Err(bad(&v));
+                }
+                parsed.only = Some(v);
+            }
             "--out" => parsed.out = PathBuf::from(value()?),
             "--compare-model" => parsed.silero.compare_model = Some(PathBuf::from(value()?)),
             other => return Err(format!("unknown option {other}\n\n{USAGE}")),
@@ -114,17 +138,27 @@ fn parse_model_cpu(args: &[String]) -> Result<ModelCpuArgs, String> {
 fn model_cpu(args: &[String]) -> Result<(), String> {
     let opts = parse_model_cpu(args)?;
     let mut report = Report::new("Model CPU per call");
-    report.section(model_cpu::silero_section(&opts.silero)?);
-    report.section(model_cpu_profile::silero_profile(100, 30)?);
+    let run = |section: &str| opts.only.as_deref().is_none_or(|only| only == section);
+    if run("silero") {
+        report.section(model_cpu::silero_section(&opts.silero)?);
+        report.section(model_cpu_profile::silero_profile(100, 30)?);
+    }
 
     // ---- Smart Turn section ------------------------------------------------------
     // The Smart Turn measurements (crates/brisvox-bench/src/model_cpu_smart_turn.rs)
     // add their section here: a `mod model_cpu_smart_turn;` line at the top and
     //     report.section(model_cpu_smart_turn::smart_turn_section(opts.smart_turn_runs)?);
     // ------------------------------------------------------------------------------
-    report.section(model_cpu_smart_turn::smart_turn_section(
-        opts.smart_turn_runs,
-    )?);
+    if run("smart-turn") {
+        report.section(model_cpu_smart_turn::smart_turn_section(
+            opts.smart_turn_runs,
+        )?);
+    }
+    if run("smart-turn-options") {
+        report.section(model_cpu_smart_turn_options::smart_turn_options_section(
+            opts.options_runs,
+        )?);
+    }
 
     report
         .write(&opts.out)

@@ -21,8 +21,8 @@ pub use features::{
     FEATURES_LEN, FeatureError, FeatureExtractor, N_FRAMES, N_MELS, SAMPLE_RATE_HZ, WINDOW_SAMPLES,
 };
 pub use model::{
-    COMPLETE_THRESHOLD, DEFAULT_INTRA_THREADS, GraphOptimization, SmartTurn, SmartTurnConfig,
-    SmartTurnError, Verdict,
+    COMPLETE_THRESHOLD, DEFAULT_INTRA_THREADS, GraphOptimization, SessionOptions, SmartTurn,
+    SmartTurnConfig, SmartTurnError, Verdict,
 };
 pub use ring::{
     DEFAULT_PRE_SPEECH_MS, FRAME_SAMPLES, RING_SAMPLES, SmartTurnRing, snapshot_buffer,

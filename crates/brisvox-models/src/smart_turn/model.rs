@@ -21,7 +21,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use ort::session::Session;
-use ort::session::builder::GraphOptimizationLevel;
+use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
 use ort::value::TensorRef;
 
 use super::features::{FEATURES_LEN, FeatureExtractor, N_FRAMES, N_MELS, WINDOW_SAMPLES};
@@ -93,6 +93,36 @@ pub struct SmartTurnConfig {
     pub intra_op_spinning: bool,
     /// The model file; `None` finds `smart-turn-v3.2-cpu.onnx` in the models folder.
     pub model_path: Option<PathBuf>,
+    /// Other ONNX Runtime session options; keep the default (the reference
+    /// settings). `brisvox-bench model-cpu` sweeps them.
+    pub session: SessionOptions,
+}
+
+/// ONNX Runtime session options besides the level and the threads. The
+/// default is ONNX Runtime's own default with sequential execution: the
+/// reference settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// Memory pattern planning (ONNX Runtime's default: on).
+    pub memory_pattern: bool,
+    /// The CPU execution provider's arena allocator (ONNX Runtime's default: on).
+    pub cpu_arena: bool,
+    /// Parallel instead of sequential execution mode (the reference: sequential).
+    pub parallel_execution: bool,
+    /// Session configuration entries (`onnxruntime_session_options_config_keys.h`),
+    /// set in order; none by default.
+    pub config_entries: Vec<(String, String)>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            memory_pattern: true,
+            cpu_arena: true,
+            parallel_execution: false,
+            config_entries: Vec::new(),
+        }
+    }
 }
 
 impl Default for SmartTurnConfig {
@@ -103,6 +133,7 @@ impl Default for SmartTurnConfig {
             graph_optimization: GraphOptimization::All,
             intra_op_spinning: true,
             model_path: None,
+            session: SessionOptions::default(),
         }
     }
 }
@@ -196,18 +227,7 @@ impl SmartTurn {
         };
         let lanes = (0..config.sessions)
             .map(|_| {
-                let session = runtime::session_builder()?
-                    .with_optimization_level(config.graph_optimization.to_ort())
-                    .map_err(ort::Error::from)?
-                    .with_parallel_execution(false)
-                    .map_err(ort::Error::from)?
-                    .with_inter_threads(1)
-                    .map_err(ort::Error::from)?
-                    .with_intra_threads(config.intra_threads)
-                    .map_err(ort::Error::from)?
-                    .with_intra_op_spinning(config.intra_op_spinning)
-                    .map_err(ort::Error::from)?
-                    .commit_from_file(&path)?;
+                let session = session_builder(&config)?.commit_from_file(&path)?;
                 Ok(Mutex::new(Lane {
                     session,
                     extractor: FeatureExtractor::new(),
@@ -276,6 +296,39 @@ impl SmartTurn {
         let i = self.next_lane.fetch_add(1, Ordering::Relaxed) % self.lanes.len();
         lock(&self.lanes[i])
     }
+}
+
+/// A session builder with `config`'s execution settings.
+fn session_builder(config: &SmartTurnConfig) -> Result<SessionBuilder, SmartTurnError> {
+    let options = &config.session;
+    let mut builder = runtime::session_builder()?
+        .with_optimization_level(config.graph_optimization.to_ort())
+        .map_err(ort::Error::from)?
+        .with_parallel_execution(options.parallel_execution)
+        .map_err(ort::Error::from)?
+        .with_inter_threads(1)
+        .map_err(ort::Error::from)?
+        .with_intra_threads(config.intra_threads)
+        .map_err(ort::Error::from)?
+        .with_intra_op_spinning(config.intra_op_spinning)
+        .map_err(ort::Error::from)?;
+    if !options.memory_pattern {
+        builder = builder
+            .with_memory_pattern(false)
+            .map_err(ort::Error::from)?;
+    }
+    if !options.cpu_arena {
+        let cpu = ort::ep::CPU::default().with_arena_allocator(false).build();
+        builder = builder
+            .with_execution_providers([cpu])
+            .map_err(ort::Error::from)?;
+    }
+    for (key, value) in &options.config_entries {
+        builder = builder
+            .with_config_entry(key, value)
+            .map_err(ort::Error::from)?;
+    }
+    Ok(builder)
 }
 
 /// A poisoned lane is still usable: the session and buffers hold no invariant a
