@@ -31,17 +31,6 @@ use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::{SileroModel, SileroRate};
 use common::*;
 
-const FIXTURES: [&str; 8] = [
-    "en_long_question",
-    "en_pause_in_sentence",
-    "en_two_utterances",
-    "librivox_0870",
-    "librivox_0880",
-    "librivox_0890",
-    "librivox_0920",
-    "librivox_0930",
-];
-
 /// Longer than the engine's default final timeout: the analysis waits for
 /// the final (or for the wait for it to give up).
 const HOLD: Duration = Duration::from_secs(2);
@@ -135,7 +124,7 @@ async fn the_same_turns_end_at_the_same_times_with_fewer_analyses() {
         return;
     };
     let (mut before_total, mut after_total) = (0, 0);
-    for name in FIXTURES {
+    for name in FIXTURES_16K {
         let before = call(name, Duration::ZERO, &silero, &turn).await;
         let after = call(name, HOLD, &silero, &turn).await;
         println!(

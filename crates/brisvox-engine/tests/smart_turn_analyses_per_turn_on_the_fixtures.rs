@@ -21,17 +21,6 @@ use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::SileroRate;
 use common::*;
 
-const FIXTURES: [&str; 8] = [
-    "en_long_question",
-    "en_pause_in_sentence",
-    "en_two_utterances",
-    "librivox_0870",
-    "librivox_0880",
-    "librivox_0890",
-    "librivox_0920",
-    "librivox_0930",
-];
-
 #[tokio::test(start_paused = true)]
 async fn every_stop_of_a_turn_costs_one_analysis() {
     let Some((silero, turn)) = real_models() else {
@@ -40,7 +29,7 @@ async fn every_stop_of_a_turn_costs_one_analysis() {
     let mut total_turns = 0;
     let mut total_analyses = 0;
     let mut more_than_one = Vec::new();
-    for name in FIXTURES {
+    for name in FIXTURES_16K {
         let service = SmartTurnService::with_pool(
             Arc::clone(&turn),
             InferencePool::inline(PoolConfig::named("turn")),

@@ -29,6 +29,18 @@ pub const STT_FINAL_MS: u64 = 150;
 /// The VAD's stop hangover in the simulator config, ms.
 pub const MIN_SILENCE_MS: u64 = 300;
 
+/// The caller-speech fixtures at 16 kHz (`fixtures/en_*` and `fixtures/librivox_*`).
+pub const FIXTURES_16K: [&str; 8] = [
+    "en_long_question",
+    "en_pause_in_sentence",
+    "en_two_utterances",
+    "librivox_0870",
+    "librivox_0880",
+    "librivox_0890",
+    "librivox_0920",
+    "librivox_0930",
+];
+
 /// A fixture: 16 kHz mono samples and the ground-truth utterances (ms).
 pub struct Fixture {
     pub samples: Vec<i16>,
