@@ -6,8 +6,8 @@
 # LLM fails each picked call's first request, and `apology` is set), same
 # binaries, each run against a fresh server, in the order clean, faulted,
 # clean (--clean-runs 1: clean, faulted).
-#   Each run: `brisvox-bench capacity --steps LOAD` (one step, --rounds calls
-#   per slot, Poisson arrivals over --fixtures); the server's idle tasks
+#   Each run: `brisvox-bench capacity --steps LOAD --resolution 1000` (one
+#   step, never bisected when it misses the SLO; --rounds calls per slot, Poisson arrivals over --fixtures); the server's idle tasks
 #   (/metrics brisvox_runtime_alive_tasks), open fds and threads are read
 #   once it is ready and again once the run's calls are over; the picked
 #   calls are read from the server's log (`chaos: this call's mocks fail`).
@@ -123,7 +123,7 @@ run() {
   taskset -c 1 "$bindir/brisvox-bench" capacity --url "ws://127.0.0.1:$port/call" \
     --server-pid "$pid" --metrics-url "http://127.0.0.1:$port/metrics" \
     --steps "$load" --rounds "$rounds" --fixture "${fixtures%%,*}" --max-run-s 900 --client-workers 1 \
-    --arrivals poisson --fixtures "$fixtures" --seed "$arrival_seed" \
+    --arrivals poisson --fixtures "$fixtures" --seed "$arrival_seed" --resolution 1000 \
     --label "$name: brisvox serve --agent $agent, taskset -c 0; generator taskset -c 1" \
     --out "$dir/$name" 2>"$dir/$name.bench.log" || true
   until_idle
