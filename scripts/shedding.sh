@@ -19,7 +19,8 @@
 #                            [--floor-ms MS] [--rounds N] [--fixture WAV]
 #                            [--ramp STEPS] [--resolution N]
 #                            [--arrivals aligned|poisson] [--fixtures LIST]
-#                            [--seed N] [--target-percent P] [--loads LIST]
+#                            [--seed N] [--target-percent P] [--rate-percent P]
+#                            [--loads LIST]
 #   defaults: target/release, bench/results/shedding-<UTC date>, capacity
 #   measured by a ramp of 1,8,16,32,64,128,256 bisected to 8 calls, floor
 #   from the ramp, 2 rounds per slot of fixtures/librivox_0870.wav, aligned
@@ -29,7 +30,8 @@
 #   random point of silence, drawn from --seed (default 1; it also draws
 #   the redial pauses); the ramp too.
 #   --target-percent P sets [limits] shed_target_load_percent of the runs
-#   with shedding (default: the server's). --loads: the load factors
+#   with shedding (default: the server's); --rate-percent P their
+#   shed_admission_rate_percent (default: the server's). --loads: the load factors
 #   (default 1,1.5,2).
 # The server runs on core 0, the generator on core 1 (taskset); loopback
 # only; every server is stopped when its run ends.
@@ -47,6 +49,7 @@ arrivals=aligned
 fixtures=""
 seed=1
 target=""
+rate=""
 factors=1,1.5,2
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -62,8 +65,9 @@ while [ $# -gt 0 ]; do
     --fixtures) fixtures="$2"; shift 2 ;;
     --seed) seed="$2"; shift 2 ;;
     --target-percent) target="$2"; shift 2 ;;
+    --rate-percent) rate="$2"; shift 2 ;;
     --loads) factors="$2"; shift 2 ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "shedding: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -78,13 +82,14 @@ case "$arrivals" in
   *) echo "shedding: --arrivals must be aligned or poisson" >&2; exit 2 ;;
 esac
 mkdir -p "$out"
-cmdline="scripts/shedding.sh --bindir $bindir --out $out${capacity:+ --capacity $capacity}${floor:+ --floor-ms $floor} --rounds $rounds --fixture $fixture --ramp $ramp_steps --resolution $resolution --arrivals $arrivals${fixtures:+ --fixtures $fixtures} --seed $seed${target:+ --target-percent $target} --loads $factors"
+cmdline="scripts/shedding.sh --bindir $bindir --out $out${capacity:+ --capacity $capacity}${floor:+ --floor-ms $floor} --rounds $rounds --fixture $fixture --ramp $ramp_steps --resolution $resolution --arrivals $arrivals${fixtures:+ --fixtures $fixtures} --seed $seed${target:+ --target-percent $target}${rate:+ --rate-percent $rate} --loads $factors"
 
 # The agent file of a mode: mock-models.toml with its load_shedding line set
 # (and, with shedding, the target of --target-percent).
 agent_of() {
   local f="$out/agent-shedding-$1.toml" extra=""
   [ "$1" = true ] && [ -n "$target" ] && extra="\nshed_target_load_percent = $target"
+  [ "$1" = true ] && [ -n "$rate" ] && extra="$extra\nshed_admission_rate_percent = $rate"
   grep -q '^load_shedding = ' bench/agents/mock-models.toml \
     || { echo "shedding: bench/agents/mock-models.toml has no load_shedding line" >&2; exit 1; }
   sed "s/^load_shedding = .*$/load_shedding = $1$extra/" bench/agents/mock-models.toml >"$f"

@@ -454,7 +454,7 @@ pub const DEFAULT_SHED_WAIT_MS: u32 = 250;
 /// Default of `[limits] shed_target_load_percent`.
 pub const DEFAULT_SHED_TARGET_LOAD_PERCENT: u32 = 80;
 /// Default of `[limits] shed_admission_rate_percent`.
-pub const DEFAULT_SHED_ADMISSION_RATE_PERCENT: u32 = 90;
+pub const DEFAULT_SHED_ADMISSION_RATE_PERCENT: u32 = 60;
 
 impl Default for LimitsSettings {
     fn default() -> Self {
