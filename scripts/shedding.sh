@@ -189,23 +189,20 @@ def refusals(text):
     got = re.findall(r'brisvox_calls_refused_total\{reason="([a-z_]+)"\} (\d+)', text)
     got = [f"{r} {n}" for r, n in got if n != "0"]
     return ", ".join(got) or "none"
+def gauges(text, *series):
+    got = [re.search(re.escape(s) + r' ([0-9.e+-]+)', text or "") for s in series]
+    return [float(m.group(1)) for m in got] if all(got) else None
 def pacing(text):
-    rate = re.search(r'brisvox_shed_admission_rate ([0-9.e+-]+)', text or "")
-    burst = re.search(r'brisvox_shed_admission_burst_calls ([0-9.e+-]+)', text or "")
-    if not rate or not burst:
-        return "-"
-    return f"{float(rate.group(1)):.1f} / {float(burst.group(1)):.0f}"
+    g = gauges(text, "brisvox_shed_admission_rate", "brisvox_shed_admission_burst_calls")
+    return f"{g[0]:.1f} / {g[1]:.0f}" if g else "-"
 def turn_waits(step):
     m = (step.get("server_metrics") or {}).get("metrics") or {}
     w = m.get("smart_turn_wait_ms") or {}
     p95 = f'{w["p95"]:.0f}' if "p95" in w else "-"
     return f'{p95} / {m.get("smart_turn_timed_out", "-")}'
 def predicted(text):
-    calls = re.search(r'brisvox_shed_predicted_calls\{pool="smart_turn"\} (\d+)', text or "")
-    cost = re.search(r'brisvox_shed_call_cost\{pool="smart_turn"\} ([0-9.e+-]+)', text or "")
-    if not calls or not cost:
-        return "-"
-    return f"{calls.group(1)} ({float(cost.group(1)) * 1000:.2f})"
+    g = gauges(text, 'brisvox_shed_predicted_calls{pool="smart_turn"}', 'brisvox_shed_call_cost{pool="smart_turn"}')
+    return f"{g[0]:.0f} ({g[1] * 1000:.2f})" if g else "-"
 for load in loads:
     for mode in ("false", "true"):
         name = f"load-{load}-shedding-{mode}"
