@@ -17,7 +17,8 @@
 #   - no call failed that was not picked, in any run;
 #   - the p50 / p95 V2V of the calls not picked, beside each clean run's:
 #     within the noise when it lies inside the clean runs' range widened by
-#     their difference (needs two clean runs; with one, the change is shown);
+#     their difference, by at least 10 ms (needs two clean runs; with one,
+#     the change is shown);
 #   - the growth of tasks, fds and threads from idle to idle in the faulted
 #     run is no larger than in the clean runs.
 #   Exit status 1 when a check fails.
