@@ -12,8 +12,7 @@ use std::time::Duration;
 
 use brisvox_core::timeline::TurnEvent;
 use brisvox_engine::{CallEnd, EngineEvent, Models};
-use brisvox_providers::mock::{Fault, FaultPlan};
-use brisvox_providers::{ProviderError, Role};
+use brisvox_providers::Role;
 use common::*;
 
 const TURNS: usize = 4;
@@ -21,19 +20,7 @@ const APOLOGY: &str = "Sorry, I lost my train of thought.";
 
 #[tokio::test(start_paused = true)]
 async fn a_failed_answer_ends_with_the_apology_and_the_call_goes_on() {
-    let mocks = Mocks::fixed_word_tokens(23);
-    mocks.llm.set_faults(
-        FaultPlan::none()
-            .at(0, Fault::Refuse(ProviderError::server(503, "busy")))
-            .at(
-                1,
-                Fault::FailAfter {
-                    items: 2,
-                    error: ProviderError::server(500, "broke"),
-                },
-            )
-            .at(2, Fault::StallAfter { items: 0 }),
-    );
+    let mocks = Mocks::fixed_word_tokens(23).with_llm_refused_failed_stalled(2);
     let mut config = sim_config();
     config.limits.llm_first_token = Duration::from_secs(1);
     config.apology = Some(Arc::from(APOLOGY));

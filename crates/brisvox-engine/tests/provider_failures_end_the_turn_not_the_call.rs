@@ -20,19 +20,7 @@ const TURNS: usize = 9;
 
 #[tokio::test(start_paused = true)]
 async fn failed_providers_fail_turns_and_the_call_goes_on() {
-    let mocks = Mocks::fixed_word_tokens(21);
-    mocks.llm.set_faults(
-        FaultPlan::none()
-            .at(0, Fault::Refuse(ProviderError::server(503, "busy")))
-            .at(
-                1,
-                Fault::FailAfter {
-                    items: 1,
-                    error: ProviderError::server(500, "broke"),
-                },
-            )
-            .at(2, Fault::StallAfter { items: 0 }),
-    );
+    let mocks = Mocks::fixed_word_tokens(21).with_llm_refused_failed_stalled(1);
     // Contexts: turn 1 speaks its partial answer (context 0); turns 3, 4, 5
     // are contexts 1, 2, 3.
     mocks.tts.set_faults(

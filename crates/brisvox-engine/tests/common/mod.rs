@@ -16,8 +16,10 @@ use brisvox_engine::sim::{RecordingSink, SimCaller, SinkEvent, SinkLog};
 use brisvox_engine::{
     CallEdge, CallReport, EngineConfig, EngineEvent, EventBus, Models, Providers, run_call,
 };
+use brisvox_providers::ProviderError;
 use brisvox_providers::mock::{
-    Latency, MockLlm, MockLlmConfig, MockStt, MockSttConfig, MockTts, MockTtsConfig,
+    Fault, FaultPlan, Latency, MockLlm, MockLlmConfig, MockStt, MockSttConfig, MockTts,
+    MockTtsConfig,
 };
 
 /// LLM first token, ms.
@@ -148,6 +150,25 @@ impl Mocks {
             default_answer: "Okay, got it.".to_owned(),
         });
         m
+    }
+
+    /// The LLM's first three requests fail, one way each: the first is
+    /// refused (503), the second fails (500) after `items` tokens, the third
+    /// stalls before its first token. Later requests answer.
+    pub fn with_llm_refused_failed_stalled(self, items: u32) -> Self {
+        self.llm.set_faults(
+            FaultPlan::none()
+                .at(0, Fault::Refuse(ProviderError::server(503, "busy")))
+                .at(
+                    1,
+                    Fault::FailAfter {
+                        items,
+                        error: ProviderError::server(500, "broke"),
+                    },
+                )
+                .at(2, Fault::StallAfter { items: 0 }),
+        );
+        self
     }
 
     /// Log-normal latencies around the same medians, seeded.
