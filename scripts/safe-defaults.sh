@@ -44,24 +44,14 @@ stop() {
 }
 trap 'stop; rm -rf "$tmp"' EXIT
 
-export DEEPGRAM_API_KEY=dg-fake-key-not-real BV_CALL_TOKEN=call-secret \
+export DEEPGRAM_API_KEY=dg-fake-key-not-real BRISVOX_CALL_TOKEN=call-secret \
   BV_TWILIO_TOKEN=twilio-secret BV_METRICS_TOKEN=metrics-secret
 unset BRISVOX_ALLOW_UNAUTHENTICATED_CALLS
-base='[stt]
-provider = "deepgram"
-[stt.deepgram]
-api_key = "${DEEPGRAM_API_KEY}"
-
-[vad]
-detector = "energy"
-
-[turn]
-analyzer = "always_complete"
-'
-open_agent="$tmp/open.toml"
-printf '%s\n[server.auth.call]\ntoken = "${BV_CALL_TOKEN}"\n' "$base" >"$open_agent"
+# The server test's agent (paid STT, a token on /call only: /twilio open),
+# and the same with every route guarded.
+open_agent=crates/brisvox-server/tests/agents/paid-stt-open-twilio.toml
 guarded_agent="$tmp/guarded.toml"
-printf '%s\n[server.auth.call]\ntoken = "${BV_CALL_TOKEN}"\n[server.auth.twilio]\ntoken = "${BV_TWILIO_TOKEN}"\n[server.auth.metrics]\ntoken = "${BV_METRICS_TOKEN}"\n' "$base" >"$guarded_agent"
+{ cat "$open_agent"; printf '[server.auth.twilio]\ntoken = "${BV_TWILIO_TOKEN}"\n[server.auth.metrics]\ntoken = "${BV_METRICS_TOKEN}"\n'; } >"$guarded_agent"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 report="$tmp/report.md"
@@ -143,14 +133,14 @@ if start "$guarded_agent" "0.0.0.0:$port"; then
   else
     step FAIL "4a. $limit wrong /call tokens from 127.0.0.2: ${uniq_codes% } (expected 401 each)"
   fi
-  code="$(upgrade 127.0.0.2 "$port" "$BV_CALL_TOKEN")"
+  code="$(upgrade 127.0.0.2 "$port" "$BRISVOX_CALL_TOKEN")"
   retry="$(grep -i '^retry-after:' "$tmp/headers" | tr -d '\r' | awk '{print $2}')"
   if [ "$code" = 429 ] && [ -n "$retry" ]; then
     step PASS "4b. then the RIGHT token from 127.0.0.2: $code, Retry-After $retry s"
   else
     step FAIL "4b. then the right token from 127.0.0.2: $code, Retry-After '${retry}' (expected 429 with Retry-After)"
   fi
-  code="$(upgrade 127.0.0.1 "$port" "$BV_CALL_TOKEN")"
+  code="$(upgrade 127.0.0.1 "$port" "$BRISVOX_CALL_TOKEN")"
   if [ "$code" = 101 ]; then
     step PASS "4c. the right token from 127.0.0.1: $code (the websocket upgrade; another address is not blocked)"
   else

@@ -7,21 +7,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-const PAID_AGENT: &str = r#"
-[stt]
-provider = "deepgram"
-[stt.deepgram]
-api_key = "${DEEPGRAM_API_KEY}"
-
-[vad]
-detector = "energy"
-
-[turn]
-analyzer = "always_complete"
-
-[server.auth.call]
-token = "${BRISVOX_CALL_TOKEN}"
-"#;
+const PAID_AGENT: &str = include_str!("agents/paid-stt-open-twilio.toml");
 
 fn agent_file() -> tempfile::NamedTempFile {
     let file = tempfile::NamedTempFile::new().unwrap();
