@@ -118,13 +118,15 @@ mkdir -p "$out"
 max_calls="${MAX_CALLS:-4096}"
 for mode in $modes; do
   src="bench/agents/mock-$mode.toml"
-  if [ "$(grep -E '^\[' "$src" | tail -n1)" != "[limits]" ]; then
-    echo "compare: $src: expected [limits] as its last section" >&2; exit 1
-  fi
-  # The benchmark agents may already raise the cap: the line is replaced, not doubled
-  # (a TOML key given twice is an error).
-  { grep -v '^max_calls' "$src"; echo "# set by bench/compare.sh: the default cap of 100 calls would end the ramp"; echo "max_calls = $max_calls"; } \
-    > "$out/agent-$mode.toml"
+  # max_calls is set inside [limits] wherever that section sits (the carrier sections
+  # follow it); a max_calls already there is replaced, not doubled (a TOML key given
+  # twice is an error); without a [limits] section one is appended.
+  awk -v n="$max_calls" '
+    function put() { print "# set by bench/compare.sh: the default cap of 100 calls would end the ramp"; print "max_calls = " n; done = 1 }
+    /^\[/ { if (inlim && !done) put(); inlim = ($0 == "[limits]"); seen = seen || inlim; print; next }
+    inlim && /^max_calls[ =]/ { if (!done) put(); next }
+    { print }
+    END { if (!done) { if (!seen) print "[limits]"; put() } }' "$src" > "$out/agent-$mode.toml"
 done
 
 # Waits (bounded) until 127.0.0.1:$1 accepts a TCP connection while $2 lives.
