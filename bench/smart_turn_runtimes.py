@@ -55,29 +55,14 @@ import statistics
 import time
 
 import numpy as np
+from smart_turn_session_options import SETTLE_S, cases  # the golden cases, read once for both scripts
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-GOLDEN = os.path.join(HERE, "..", "crates", "brisvox-models", "tests", "golden", "smart_turn")
-SETTLE_S = 0.1
 OV_SINGLE = {
     "INFERENCE_NUM_THREADS": 1,
     "NUM_STREAMS": 1,
     "ENABLE_HYPER_THREADING": False,
     "PERFORMANCE_HINT": "LATENCY",
 }
-
-
-def cases():
-    out = []
-    with open(os.path.join(GOLDEN, "manifest.tsv")) as f:
-        for line in f:
-            if line.startswith("#") or not line.strip():
-                continue
-            cols = line.rstrip("\n").split("\t")
-            name, probability, features = cols[0], float(cols[7]), cols[9]
-            x = np.fromfile(os.path.join(GOLDEN, features), dtype="<f4").reshape(1, 80, 800)
-            out.append((name, probability, np.ascontiguousarray(x)))
-    return out
 
 
 def ort_options():
@@ -358,16 +343,15 @@ def profile(model, data, runs):
 
     import onnxruntime as ort
 
-    so = ort_options()
-    so.enable_profiling = True
-    so.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "smart_turn")
-    sess = ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"])
-    for i in range(runs):
-        sess.run(None, {"input_features": data[i % len(data)][2]})
-    path = sess.end_profiling()
-    with open(path) as f:
-        events = json.load(f)
-    os.remove(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        so = ort_options()
+        so.enable_profiling = True
+        so.profile_file_prefix = os.path.join(tmp, "smart_turn")
+        sess = ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"])
+        for i in range(runs):
+            sess.run(None, {"input_features": data[i % len(data)][2]})
+        with open(sess.end_profiling()) as f:
+            events = json.load(f)
     per_op, nodes = collections.defaultdict(float), collections.defaultdict(set)
     for e in events:
         if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
