@@ -34,7 +34,7 @@ venv "$main_venv" "onnxruntime==1.32.0" "numpy==2.4.6" "onnx==1.23.2" "openvino=
 venv "$ortov_venv" "onnxruntime-openvino==1.24.1" "numpy==2.4.6" "onnx==1.23.2"
 
 script="bench/smart_turn_runtimes.py --model models/smart-turn-v3.2-cpu.onnx --rounds $rounds"
-main_args="--only ort,ort-fsoftmax,ort-batch4,ort-400-frames,ov-f32,ov-bf16,ort-ovep --profile-runs 32"
+main_args="--only ort,ort-fsoftmax,ort-gelu,ort-batch4,ort-400-frames,ov-f32,ov-bf16,ort-ovep --profile-runs 32"
 ortov_args="--only ort,ort-fsoftmax,ort-ovep-full"
 cd "$here"
 {

@@ -29,6 +29,9 @@ such, not skipped silently):
                  float (DQ -> Softmax -> Q is otherwise fused into
                  QLinearSoftmax): Softmax written as Exp(LogSoftmax(x)), which
                  ONNX Runtime's QDQ rules do not match
+  ort-gelu       the graph with its erf GELUs fused into com.microsoft Gelu
+                 (onnxruntime.transformers' FusionGelu), which ONNX Runtime's
+                 optimizer does not do on this QDQ graph
   ort-batch4     the reference, 4 analyses per run ([4, 80, 800]; the graph's batch
                  dimension is free): for scale only, the Smart Turn executor
                  runs one analysis at a time
@@ -116,6 +119,29 @@ def float_softmax_graph(model):
     del g.node[:]
     g.node.extend(nodes)
     return m.SerializeToString()
+
+
+def gelu_fused_graph(model):
+    """The model with its erf GELUs (Div, Erf, Add, Mul, Mul) fused into com.microsoft Gelu.
+
+    ONNX Runtime's own optimizer leaves them apart on this QDQ graph; the fusion is
+    onnxruntime.transformers' FusionGelu (shipped in the onnxruntime wheel).
+    """
+    import onnx
+    from onnxruntime.transformers.fusion_gelu import FusionGelu
+    from onnxruntime.transformers.onnx_model import OnnxModel
+
+    fused = OnnxModel(onnx.load(model))
+    FusionGelu(fused).apply()
+    fused.prune_graph()
+    return fused.model
+
+
+def make_ort_gelu(model):
+    import onnxruntime as ort
+
+    graph = gelu_fused_graph(model).SerializeToString()
+    return ort_runner(ort.InferenceSession(graph, sess_options=ort_options(), providers=["CPUExecutionProvider"]))
 
 
 def make_ort_fsoftmax(model):
@@ -222,6 +248,7 @@ def make_ort_400_frames(model):
 CONFIGS = {
     "ort": ("onnxruntime CPU EP, reference settings", make_ort),
     "ort-fsoftmax": ("onnxruntime CPU EP, attention softmax in float (graph rewrite)", make_ort_fsoftmax),
+    "ort-gelu": ("onnxruntime CPU EP, erf GELUs fused into Gelu (graph rewrite)", make_ort_gelu),
     "ort-batch4": ("onnxruntime CPU EP, reference settings, 4 analyses per run (batch dimension)", lambda m: make_ort_batch(m, 4)),
     "ort-400-frames": ("onnxruntime CPU EP, reference settings, last 400 frames (4 s) only", make_ort_400_frames),
     "ov-f32": ("OpenVINO CPU, f32 inference precision", lambda m: make_ov(m, {"INFERENCE_PRECISION_HINT": "f32"})),
