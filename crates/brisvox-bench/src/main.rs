@@ -15,6 +15,7 @@ mod cpu;
 mod flood;
 mod lossy_proxy;
 mod model_cpu;
+mod model_cpu_paced;
 mod model_cpu_profile;
 mod model_cpu_smart_turn;
 mod model_cpu_smart_turn_options;
@@ -44,7 +45,9 @@ subcommands:
               --smart-turn-runs N  runs per Smart Turn configuration (default 15)
               --options-runs N   runs per ONNX Runtime session option of the
                                  Smart Turn sweep (default 40)
-              --only SECTION     one section: silero, smart-turn or smart-turn-options
+              --only SECTION     one section: silero, silero-paced (the VAD service
+                                 paced, linger policies side by side), smart-turn
+                                 or smart-turn-options
               --out PATH         report file (default bench/results/model-cpu.md)
               --compare-model PATH  also measure another Silero model file
   v2v         voice-to-voice latency over the websocket or WebRTC (brisvox-bench v2v --help)
@@ -58,7 +61,7 @@ subcommands:
               (brisvox-bench lossy-proxy --help)";
 
 /// The sections of `model-cpu` that `--only` can pick.
-const SECTIONS: [&str; 3] = ["silero", "smart-turn", "smart-turn-options"];
+const SECTIONS: [&str; 4] = ["silero", "silero-paced", "smart-turn", "smart-turn-options"];
 
 /// Options of `model-cpu`.
 struct ModelCpuArgs {
@@ -67,7 +70,7 @@ struct ModelCpuArgs {
     smart_turn_runs: usize,
     /// Runs per session option of the Smart Turn sweep.
     options_runs: usize,
-    /// Only this section (`silero`, `smart-turn`, `smart-turn-options`); all when `None`.
+    /// Only this section (one of [`SECTIONS`]); all when `None`.
     only: Option<String>,
     out: PathBuf,
 }
@@ -142,6 +145,9 @@ fn model_cpu(args: &[String]) -> Result<(), String> {
     if run("silero") {
         report.section(model_cpu::silero_section(&opts.silero)?);
         report.section(model_cpu_profile::silero_profile(100, 30)?);
+    }
+    if run("silero-paced") {
+        report.section(model_cpu_paced::silero_paced_section(&opts.silero)?);
     }
 
     // ---- Smart Turn section ------------------------------------------------------

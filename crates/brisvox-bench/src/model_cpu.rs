@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use brisvox_models::pool::{InferencePool, PoolConfig};
 use brisvox_models::runtime;
+use brisvox_models::vad::linger::Linger;
 use brisvox_models::vad::service::{VadService, VadServiceConfig, VadStream};
 use brisvox_models::vad::silero::{
     GraphOptimizationLevel, SileroBatch, SileroModel, SileroOptions, SileroRate, SileroState,
@@ -23,7 +24,7 @@ use crate::{alloc_count, cpu};
 /// Rows per model run in the batched configurations (the service's default cap).
 const MAX_BATCH: usize = 128;
 
-/// (streams, linger ms) of the paced runs with a linger.
+/// (streams, linger ms) of the paced runs with a fixed linger.
 const LINGER_CASES: [(usize, u64); 4] = [(100, 2), (100, 5), (500, 2), (500, 5)];
 
 /// What the Silero measurement runs.
@@ -43,7 +44,7 @@ pub(crate) struct SileroBenchOptions {
 
 /// 16 kHz audio for the windows: a speech fixture when present, else a synthetic
 /// voice-like signal (the cost does not depend on the content).
-fn audio() -> (Vec<f32>, String) {
+pub(crate) fn audio() -> (Vec<f32>, String) {
     let path = runtime::model_dir_candidates()
         .iter()
         .filter_map(|m| m.parent().map(|p| p.join("fixtures/en_two_utterances.wav")))
@@ -71,13 +72,13 @@ fn audio() -> (Vec<f32>, String) {
     (pcm, "synthetic 140 Hz voice-like tone".to_owned())
 }
 
-struct Windows {
+pub(crate) struct Windows {
     audio: Vec<f32>,
     count: usize,
 }
 
 impl Windows {
-    fn new(audio: Vec<f32>) -> Self {
+    pub(crate) fn new(audio: Vec<f32>) -> Self {
         let count = audio.len() / 512;
         Windows { audio, count }
     }
@@ -91,15 +92,15 @@ impl Windows {
 
 /// One measured cell over the rounds: per-window CPU and wall in microseconds.
 #[derive(Default)]
-struct Cell {
-    cpu_us: Vec<f64>,
+pub(crate) struct Cell {
+    pub(crate) cpu_us: Vec<f64>,
     wall_us: Vec<f64>,
     windows: u64,
     runs: u64,
 }
 
 impl Cell {
-    fn median(v: &[f64]) -> f64 {
+    pub(crate) fn median(v: &[f64]) -> f64 {
         let mut v = v.to_vec();
         v.sort_by(f64::total_cmp);
         if v.is_empty() {
@@ -109,14 +110,20 @@ impl Cell {
         }
     }
 
-    fn min(v: &[f64]) -> f64 {
+    pub(crate) fn min(v: &[f64]) -> f64 {
         v.iter().copied().fold(f64::NAN, f64::min)
     }
 }
 
 /// Runs `streams` streams directly on the model (no pool) for `seconds` of CPU:
 /// every tick gives each stream one window, in runs of up to `MAX_BATCH` rows.
-fn direct(model: &SileroModel, windows: &Windows, streams: usize, seconds: f64, cell: &mut Cell) {
+pub(crate) fn direct(
+    model: &SileroModel,
+    windows: &Windows,
+    streams: usize,
+    seconds: f64,
+    cell: &mut Cell,
+) {
     let mut states: Vec<SileroState> = (0..streams)
         .map(|_| SileroState::new(SileroRate::Hz16000))
         .collect();
@@ -196,11 +203,11 @@ fn after_idle(
 struct ServiceRig {
     service: VadService,
     streams: Vec<VadStream>,
-    /// (stream, seq, when the sink ran)
-    done: mpsc::Receiver<(usize, u64, Instant)>,
+    /// (stream, seq, when the sink ran, probability)
+    done: mpsc::Receiver<(usize, u64, Instant, f32)>,
 }
 
-fn service_rig(model: &Arc<SileroModel>, streams: usize, linger: Duration) -> ServiceRig {
+fn service_rig(model: &Arc<SileroModel>, streams: usize, linger: Linger) -> ServiceRig {
     let pool = InferencePool::new(PoolConfig {
         threads: 1,
         ..PoolConfig::named("bench-vad")
@@ -222,8 +229,8 @@ fn service_rig(model: &Arc<SileroModel>, streams: usize, linger: Duration) -> Se
         .map(|s| {
             let tx = tx.clone();
             service.open_stream(move |o| {
-                std::hint::black_box(o.probability.ok());
-                let _ = tx.send((s, o.seq, Instant::now()));
+                let p = o.probability.unwrap_or(f32::NAN);
+                let _ = tx.send((s, o.seq, Instant::now(), p));
             })
         })
         .collect();
@@ -236,21 +243,23 @@ fn service_rig(model: &Arc<SileroModel>, streams: usize, linger: Duration) -> Se
 
 /// Latencies (submit to sink) and the service's batching, paced in real time.
 #[derive(Default)]
-struct Paced {
-    cell: Cell,
-    allocations_per_window: Vec<f64>,
-    latency_us: Vec<f64>,
-    mean_rows: Vec<f64>,
+pub(crate) struct Paced {
+    pub(crate) cell: Cell,
+    pub(crate) allocations_per_window: Vec<f64>,
+    pub(crate) latency_us: Vec<f64>,
+    pub(crate) mean_rows: Vec<f64>,
+    /// The last run's probabilities, window `k` of stream `s` at `k * streams + s`.
+    pub(crate) probabilities: Vec<f32>,
 }
 
 /// Through the service, windows arriving in real time: stream `s` submits its
 /// window `k` at `k * 32 ms + s * 32 ms / streams` (evenly spread, as unsynchronised
 /// calls would), for `seconds` of wall time. CPU excludes the pacing thread's own.
-fn paced(
+pub(crate) fn paced(
     model: &Arc<SileroModel>,
     windows: &Windows,
     streams: usize,
-    linger: Duration,
+    linger: Linger,
     seconds: f64,
     out: &mut Paced,
 ) {
@@ -292,7 +301,9 @@ fn paced(
     // Includes the bench's own receipts vector growth (amortised, a few).
     out.allocations_per_window
         .push((alloc_count::allocations() - allocs0) as f64 / total as f64);
-    for &(s, k, t) in &receipts {
+    out.probabilities = vec![f32::NAN; total as usize];
+    for &(s, k, t, p) in &receipts {
+        out.probabilities[k as usize * streams + s] = p;
         let sent = sent_at[k as usize * streams + s].load(Ordering::Relaxed) as f64 / 1e3;
         out.latency_us
             .push((t.duration_since(t0).as_secs_f64() * 1e6 - sent).max(0.0));
@@ -314,7 +325,7 @@ fn burst(
     seconds: f64,
     cell: &mut Cell,
 ) {
-    let mut rig = service_rig(model, streams, Duration::ZERO);
+    let mut rig = service_rig(model, streams, Linger::Off);
     let before = rig.service.stats();
     let cpu0 = cpu::process_ns();
     let t0 = Instant::now();
@@ -338,7 +349,10 @@ fn burst(
     cell.runs += rig.service.stats().batches - before.batches;
 }
 
-fn load(optimization: GraphOptimizationLevel, intra_threads: usize) -> Result<SileroModel, String> {
+pub(crate) fn load(
+    optimization: GraphOptimizationLevel,
+    intra_threads: usize,
+) -> Result<SileroModel, String> {
     SileroModel::load_with(SileroOptions {
         sessions: 1,
         intra_threads,
@@ -358,7 +372,7 @@ fn load_unfolded() -> Result<SileroModel, String> {
     .map_err(|e| e.to_string())
 }
 
-fn percentile(v: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(v: &[f64], p: f64) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     if v.is_empty() {
@@ -467,13 +481,13 @@ pub(crate) fn silero_section(opts: &SileroBenchOptions) -> Result<String, String
                 &model,
                 &windows,
                 n,
-                Duration::ZERO,
+                Linger::Off,
                 opts.seconds,
                 &mut paced_cells[i],
             );
         }
         for (i, &(n, linger_ms)) in LINGER_CASES.iter().enumerate() {
-            let linger = Duration::from_millis(linger_ms);
+            let linger = Linger::Fixed(Duration::from_millis(linger_ms));
             paced(
                 &model,
                 &windows,
@@ -571,7 +585,9 @@ pub(crate) fn silero_section(opts: &SileroBenchOptions) -> Result<String, String
         "Burst: each tick every stream submits at once and the tick ends when all \
          outcomes are back (the best case for batching). Paced: real time, stream s \
          submits at `k * 32 ms + s * 32 ms / streams` (unsynchronised calls), for about \
-         {:.1} s; CPU excludes the pacing thread; latency = submit to sink.\n",
+         {:.1} s, without a linger (`Linger::Off`; the default adaptive linger is \
+         measured beside it in its own section); CPU excludes the pacing thread; \
+         latency = submit to sink.\n",
         opts.seconds
     );
     let _ = writeln!(
@@ -596,15 +612,12 @@ pub(crate) fn silero_section(opts: &SileroBenchOptions) -> Result<String, String
             Cell::median(&p.allocations_per_window),
         );
     }
-    let _ = writeln!(
-        md,
-        "\n### Paced, with a linger (`VadServiceConfig::linger`)\n"
-    );
+    let _ = writeln!(md, "\n### Paced, with a fixed linger (`Linger::Fixed`)\n");
     let _ = writeln!(
         md,
         "A batch job that starts with a small batch waits until the oldest waiting \
-         window is `linger` old, so windows arriving meanwhile share the run. The \
-         default is no linger (the rows above).\n"
+         window is `linger` old, so windows arriving meanwhile share the run, even \
+         for a call alone (the default, adaptive, waits only with company).\n"
     );
     let _ = writeln!(
         md,
@@ -703,7 +716,7 @@ fn compare(
                     m,
                     windows,
                     n,
-                    Duration::ZERO,
+                    Linger::Off,
                     opts.seconds,
                     &mut paced_cells[i][j],
                 );

@@ -1,5 +1,5 @@
-//! With a linger, a batch job waits (at most the linger, measured from the oldest
-//! waiting window) so windows arriving shortly after join the same run.
+//! With a fixed linger, a batch job waits (at most the linger, measured from the
+//! oldest waiting window) so windows arriving shortly after join the same run.
 //! The linger is long (500 ms) next to the 5 ms between the arrivals, so a busy
 //! machine does not split the batch; only lower bounds on time are asserted
 //! (waiting is the behaviour, how fast a loaded machine runs is not).
@@ -11,6 +11,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use brisvox_models::pool::{InferencePool, PoolConfig};
+use brisvox_models::vad::linger::Linger;
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::SileroRate;
 use brisvox_testkit::PATIENCE;
@@ -31,7 +32,7 @@ fn windows_arriving_within_the_linger_share_one_run() {
             ..PoolConfig::named("vad-linger")
         }),
         VadServiceConfig {
-            linger,
+            linger: Linger::Fixed(linger),
             ..VadServiceConfig::new(SileroRate::Hz16000)
         },
     );
@@ -74,7 +75,7 @@ fn an_inline_pool_ignores_the_linger() {
         model,
         InferencePool::inline(PoolConfig::named("vad-linger-inline")),
         VadServiceConfig {
-            linger: Duration::from_secs(5),
+            linger: Linger::Fixed(Duration::from_secs(5)),
             ..VadServiceConfig::new(SileroRate::Hz16000)
         },
     );

@@ -380,16 +380,24 @@ fn silero_service(agent: &AgentSettings) -> Result<VadService, EngineSetupError>
     pool_config.threads = threads;
     pool_config.high_capacity = queue;
     pool_config.normal_capacity = queue;
-    let mut config = VadServiceConfig::new(SileroRate::Hz16000);
-    config.queue_capacity = config
-        .queue_capacity
-        .max(4 * agent.limits.max_calls as usize);
-    tracing::info!(threads, sessions = threads, "Silero VAD pool started");
+    let config = vad_service_config(agent);
+    tracing::info!(threads, sessions = threads, linger = ?config.linger, "Silero VAD pool started");
     Ok(VadService::new(
         Arc::new(model),
         InferencePool::new(pool_config),
         config,
     ))
+}
+
+/// The VAD service's batching: its window queue sized from `[limits]
+/// max_calls`, its linger from `[runtime] vad_linger_ms`.
+fn vad_service_config(agent: &AgentSettings) -> VadServiceConfig {
+    let mut config = VadServiceConfig::new(SileroRate::Hz16000);
+    config.queue_capacity = config
+        .queue_capacity
+        .max(4 * agent.limits.max_calls as usize);
+    config.linger = agent.runtime.vad_linger();
+    config
 }
 
 /// Smart Turn through one service shared by every call: its own pool of
@@ -501,6 +509,23 @@ smart_turn_threads = 2
         let agent = AgentSettings::from_toml_str("[interruption]\nbackchannels = []\n", &|_| None)
             .expect("valid");
         assert!(!engine_config(&agent, 16_000).turn.barge_in.has_word_rule());
+    }
+
+    #[test]
+    fn the_vad_linger_key_reaches_the_vad_service() {
+        use brisvox_models::vad::linger::Linger;
+        let parse = |text| AgentSettings::from_toml_str(text, &|_| None).expect("valid");
+        let linger = |text| vad_service_config(&parse(text)).linger;
+        assert_eq!(linger(""), Linger::Adaptive(Duration::from_millis(4)));
+        assert_eq!(
+            linger("[runtime]\nvad_linger_ms = 7\n"),
+            Linger::Adaptive(Duration::from_millis(7))
+        );
+        assert_eq!(linger("[runtime]\nvad_linger_ms = 0\n"), Linger::Off);
+        let e = AgentSettings::from_toml_str("[runtime]\nvad_linger_ms = 33\n", &|_| None)
+            .expect_err("past one window")
+            .to_string();
+        assert!(e.contains("runtime.vad_linger_ms"), "{e}");
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //!   per-stream recurrent state; single windows and explicit batches.
 //! - [`service`]: runs the windows of many streams as one batched model run on the
 //!   inference pool's High line and hands each stream its probability.
+//! - [`linger`]: when a batch job waits a few milliseconds for more windows
+//!   (the adaptive linger; sans-IO).
 //! - [`detector`]: turns one probability per window into speech start / stop /
 //!   falling events. No clock, no I/O.
 //! - [`window`]: cuts a stream's PCM16 frames into numbered f32 windows.
@@ -16,6 +18,7 @@
 
 pub mod detector;
 mod fold;
+pub mod linger;
 pub mod service;
 pub mod silero;
 pub mod window;

@@ -11,7 +11,11 @@
 //! So batching is opportunistic: a lone window is run at once in a batch of one and
 //! waits for nothing but a free worker; under load, windows that arrive while a
 //! batch runs are collected by the next job and batch by themselves. There is no
-//! tick that every window waits for.
+//! tick that every window waits for. Between the two, when many calls send
+//! windows that arrive one by one, a job may wait a few milliseconds for company
+//! ([`VadServiceConfig::linger`], by default [`Linger::Adaptive`]: only when the
+//! streams active lately will send another window meanwhile, never for a call
+//! alone; `vad/linger.rs`).
 //!
 //! Rules:
 //!
@@ -38,10 +42,11 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::VadError;
+use super::linger::{ActiveStreams, Linger};
 use super::silero::{SileroBatch, SileroModel, SileroRate, SileroState};
 use crate::pool::{InferencePool, PoolError, Priority};
 
@@ -57,13 +62,14 @@ pub struct VadServiceConfig {
     pub max_batch: usize,
     /// Most windows waiting over all streams.
     pub queue_capacity: usize,
-    /// How long a batch job may hold its worker to let a small batch grow: when it
-    /// starts with fewer than `max_batch` windows waiting and the oldest has waited
-    /// less than this, it sleeps until the oldest is this old, then gathers. Zero
-    /// (the default) never waits: a lone window runs at once. A lever for CPU per
-    /// window under moderate load (bigger batches) at the cost of up to this much
-    /// VAD latency and a worker held idle. Ignored on an inline pool.
-    pub linger: Duration,
+    /// Whether a batch job that starts with fewer than `max_batch` windows waiting
+    /// holds its worker to let the batch grow, and for how long at most (measured
+    /// from the oldest waiting window); it runs as soon as `max_batch` windows
+    /// wait. Default: [`Linger::Adaptive`] up to 4 ms, which waits only when the
+    /// streams active lately will send at least two more windows meanwhile (never
+    /// for a call alone). Fewer, bigger model runs under moderate load, at the
+    /// cost of up to the bound of VAD latency. Ignored on an inline pool.
+    pub linger: Linger,
 }
 
 /// Default [`VadServiceConfig::max_batch`].
@@ -80,7 +86,7 @@ impl VadServiceConfig {
             rate,
             max_batch: DEFAULT_MAX_BATCH,
             queue_capacity: DEFAULT_QUEUE_CAPACITY,
-            linger: Duration::ZERO,
+            linger: Linger::default(),
         }
     }
 }
@@ -118,6 +124,8 @@ pub struct VadServiceStats {
     /// Batch jobs the pool refused (line full); their windows stayed queued
     /// and were offered again.
     pub schedule_retries: u64,
+    /// Batch jobs that waited for more windows ([`VadServiceConfig::linger`]).
+    pub lingers: u64,
 }
 
 impl VadServiceStats {
@@ -156,14 +164,18 @@ struct PendingWindow {
     stream: Arc<StreamShared>,
     seq: u64,
     samples: [f32; MAX_WINDOW],
-    /// When it was submitted (only read when lingering).
-    submitted_at: Instant,
+    /// When it was submitted, on the service's clock (only read when lingering).
+    submitted_at: Duration,
 }
 
 struct Queue {
     windows: VecDeque<PendingWindow>,
     /// A batch job is on the pool and has not yet started gathering.
     job_waiting: bool,
+    /// Streams that submitted lately (for the adaptive linger).
+    active: ActiveStreams,
+    /// A job is lingering: a submit that fills a batch wakes it (`filled`).
+    lingering: bool,
 }
 
 struct Scratch {
@@ -182,13 +194,20 @@ struct Counters {
     deferrals: AtomicU64,
     queued: AtomicU64,
     schedule_retries: AtomicU64,
+    lingers: AtomicU64,
 }
+
+/// The service's time since it started (injectable: [`VadService::with_clock`]).
+type Clock = Box<dyn Fn() -> Duration + Send + Sync>;
 
 struct ServiceInner {
     model: Arc<SileroModel>,
     pool: InferencePool,
     config: VadServiceConfig,
     queue: Mutex<Queue>,
+    /// Signalled when a lingering job's batch is full.
+    filled: Condvar,
+    clock: Clock,
     /// Batch buffers not in use (one per concurrently running job, made on demand).
     scratch: Mutex<Vec<Scratch>>,
     /// Numbers the gathers (from 1) for [`StreamShared::deferred_in`].
@@ -213,7 +232,20 @@ impl std::fmt::Debug for VadService {
 
 impl VadService {
     /// A service running `model` on `pool`'s High line.
-    pub fn new(model: Arc<SileroModel>, pool: InferencePool, mut config: VadServiceConfig) -> Self {
+    pub fn new(model: Arc<SileroModel>, pool: InferencePool, config: VadServiceConfig) -> Self {
+        let origin = Instant::now();
+        Self::with_clock(model, pool, config, move || origin.elapsed())
+    }
+
+    /// [`new`](Self::new) with the clock the linger reads (`clock()`: time since
+    /// any fixed origin, never decreasing): a test can freeze or step it. Only the
+    /// decision to linger and its bound read it; the wait itself is real time.
+    pub fn with_clock(
+        model: Arc<SileroModel>,
+        pool: InferencePool,
+        mut config: VadServiceConfig,
+        clock: impl Fn() -> Duration + Send + Sync + 'static,
+    ) -> Self {
         config.max_batch = config.max_batch.max(1);
         config.queue_capacity = config.queue_capacity.max(1);
         VadService {
@@ -224,7 +256,11 @@ impl VadService {
                 queue: Mutex::new(Queue {
                     windows: VecDeque::new(),
                     job_waiting: false,
+                    active: ActiveStreams::default(),
+                    lingering: false,
                 }),
+                filled: Condvar::new(),
+                clock: Box::new(clock),
                 scratch: Mutex::new(Vec::new()),
                 gathers: AtomicU64::new(0),
                 counters: Counters::default(),
@@ -250,6 +286,7 @@ impl VadService {
             }),
             service: Arc::clone(&self.inner),
             next_seq: 0,
+            active_mark: 0,
         }
     }
 
@@ -272,6 +309,7 @@ impl VadService {
             deferrals: c.deferrals.load(Ordering::Relaxed),
             queued: c.queued.load(Ordering::Relaxed),
             schedule_retries: c.schedule_retries.load(Ordering::Relaxed),
+            lingers: c.lingers.load(Ordering::Relaxed),
         }
     }
 }
@@ -283,6 +321,8 @@ pub struct VadStream {
     shared: Arc<StreamShared>,
     service: Arc<ServiceInner>,
     next_seq: u64,
+    /// This stream's mark in the service's [`ActiveStreams`].
+    active_mark: u64,
 }
 
 impl std::fmt::Debug for VadStream {
@@ -315,7 +355,8 @@ impl VadStream {
             });
         }
         let seq = self.next_seq;
-        let schedule = {
+        let now = (inner.clock)();
+        let (schedule, wake) = {
             let mut queue = inner.queue();
             if queue.windows.len() >= inner.config.queue_capacity {
                 drop(queue);
@@ -327,14 +368,19 @@ impl VadStream {
             let mut samples = [0.0; MAX_WINDOW];
             samples[..window.len()].copy_from_slice(window);
             queue.windows.push_back(PendingWindow {
-                submitted_at: Instant::now(),
+                submitted_at: now,
                 stream: Arc::clone(&self.shared),
                 seq,
                 samples,
             });
+            queue.active.note(now, &mut self.active_mark);
             inner.counters.queued.fetch_add(1, Ordering::Relaxed);
-            !std::mem::replace(&mut queue.job_waiting, true)
+            let wake = queue.lingering && queue.windows.len() >= inner.config.max_batch;
+            (!std::mem::replace(&mut queue.job_waiting, true), wake)
         };
+        if wake {
+            inner.filled.notify_all();
+        }
         if schedule && let Err(e) = ServiceInner::schedule(inner) {
             if !matches!(e, VadError::Pool(PoolError::Saturated { .. })) {
                 inner.withdraw(&self.shared, seq);
@@ -396,25 +442,33 @@ impl ServiceInner {
         }
     }
 
-    /// With a `linger`, waits until the oldest waiting window is that old, unless a
-    /// full batch is already waiting.
+    /// Waits as the [`Linger`] policy says: at most until the oldest waiting
+    /// window is the bound old, or until a full batch waits.
     fn linger(&self) {
-        if self.config.linger.is_zero() || self.pool.is_inline() {
+        if self.config.linger == Linger::Off || self.pool.is_inline() {
             return;
         }
-        let wait = {
-            let queue = self.queue();
-            if queue.windows.len() >= self.config.max_batch {
-                return;
-            }
-            queue
-                .windows
-                .front()
-                .map(|w| self.config.linger.saturating_sub(w.submitted_at.elapsed()))
+        let max_batch = self.config.max_batch;
+        let mut queue = self.queue();
+        let Some(oldest) = queue.windows.front().map(|w| w.submitted_at) else {
+            return;
         };
-        if let Some(wait) = wait.filter(|w| !w.is_zero()) {
-            std::thread::sleep(wait);
+        let now = (self.clock)();
+        let active = queue.active.estimate(now);
+        let wait = self
+            .config
+            .linger
+            .wait(now, oldest, queue.windows.len(), max_batch, active);
+        if wait.is_zero() {
+            return;
         }
+        self.counters.lingers.fetch_add(1, Ordering::Relaxed);
+        queue.lingering = true;
+        let (mut queue, _) = self
+            .filled
+            .wait_timeout_while(queue, wait, |q| q.windows.len() < max_batch)
+            .unwrap_or_else(PoisonError::into_inner);
+        queue.lingering = false;
     }
 
     /// Moves every eligible waiting window into the batch.

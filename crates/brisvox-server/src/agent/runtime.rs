@@ -25,6 +25,10 @@ pub const MIN_POOL_QUEUE: usize = 1024;
 pub struct RuntimeSettings {
     /// Threads of the VAD pool; 0: half the cores, at least one.
     pub vad_threads: u32,
+    /// Longest a VAD batch waits for the windows of other calls, in ms, when
+    /// the calls active lately will send one meanwhile (the adaptive linger);
+    /// 0: never wait.
+    pub vad_linger_ms: u32,
     /// Smart Turn executor threads (analyses run at once); 0: one per core
     /// this process may use.
     pub smart_turn_threads: u32,
@@ -39,6 +43,7 @@ impl Default for RuntimeSettings {
     fn default() -> Self {
         Self {
             vad_threads: 0,
+            vad_linger_ms: brisvox_models::vad::linger::DEFAULT_MAX_LINGER.as_millis() as u32,
             smart_turn_threads: 0,
             smart_turn_intra_threads: brisvox_models::smart_turn::DEFAULT_INTRA_THREADS as u32,
             smart_turn_start_timeout_ms:
@@ -71,6 +76,7 @@ impl RuntimeSettings {
     /// Checks every value.
     pub(super) fn check(&self) -> Result<(), AgentError> {
         range("runtime.vad_threads", self.vad_threads, 0, 256)?;
+        range("runtime.vad_linger_ms", self.vad_linger_ms, 0, 32)?;
         range(
             "runtime.smart_turn_threads",
             self.smart_turn_threads,
@@ -104,6 +110,15 @@ impl RuntimeSettings {
         match self.vad_threads {
             0 => (cores / 2).max(1),
             n => n as usize,
+        }
+    }
+
+    /// The VAD service's linger: adaptive up to `vad_linger_ms`, or off for 0.
+    pub fn vad_linger(&self) -> brisvox_models::vad::linger::Linger {
+        use brisvox_models::vad::linger::Linger;
+        match self.vad_linger_ms {
+            0 => Linger::Off,
+            ms => Linger::Adaptive(std::time::Duration::from_millis(u64::from(ms))),
         }
     }
 
