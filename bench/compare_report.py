@@ -88,6 +88,17 @@ def failing_step_context(st):
     return "; " + ", ".join(parts) if parts else ""
 
 
+def fixture_label(data):
+    """The fixture a step's calls play: one file (aligned), or under Poisson arrivals the
+    list each call draws from (the 1-call warm-up, which sets the floor, plays `fixture`)."""
+    opts = data.get("options") or {}
+    one = Path(data.get("fixture") or "-").name
+    if opts.get("arrivals") == "poisson" and opts.get("fixtures"):
+        names = ", ".join(Path(x).name for x in opts["fixtures"])
+        return "Poisson (seed %s) over %s; warm-up %s" % (opts.get("seed", "-"), names, one)
+    return one
+
+
 def per_run(data):
     r = data["result"]
     n = r.get("largest_passing_step")
@@ -95,7 +106,7 @@ def per_run(data):
            "floor": data.get("floor_ms"), "limit": data.get("p95_limit_ms"),
            "bottleneck": bottleneck(data), "load": None, "cpu_pct": None,
            "cpu_cores": None, "pss_mb": None, "pss_per_call": None, "pss_1": None,
-           "p50_1": None, "p95_1": None, "fixture": data.get("fixture")}
+           "p50_1": None, "p95_1": None, "fixture": fixture_label(data)}
     for line in data.get("header", []):
         if line.startswith("- load average at start:"):
             row["load"] = line.split(":", 1)[1].strip()
@@ -224,7 +235,7 @@ def main():
                 r = per_run(data)
                 rows.append(r)
                 out.append("| %s | %s | %s | %d | %s | %s / %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s |" % (
-                    system, mode, Path(r["fixture"] or "-").name, k, r["load"] or "-",
+                    system, mode, r["fixture"], k, r["load"] or "-",
                     f(r["floor"]), f(r["limit"]), f(r["pass"], "%d"), f(r["fail"], "%d"),
                     r["bottleneck"], f(r["cpu_pct"], "%.2f"), f(r["pss_mb"], "%.0f"),
                     f(r["pss_per_call"], "%.2f"), f(r["pss_1"], "%.0f"),
