@@ -41,7 +41,7 @@ cd "$here"
   echo "# Smart Turn v3.2: CPU per analysis under other runtimes (issue #20 item 1)"
   echo
   "$here/scripts/bench-header.sh" "Python (no Rust build involved)" "bench/smart-turn-runtimes.sh $*"
-  echo "- affinity of this run: CPUs $(taskset -pc $$ | cut -d: -f2 | tr -d ' ')"
+  echo "- affinity of this run: CPUs $(taskset -pc $$ | cut -d: -f2 | tr -d ' '); scheduling policy: $(chrt -p $$ | head -1 | cut -d: -f2 | tr -s ' ')"
   echo
   echo "## 1. onnxruntime 1.32.0 (brisvox's runtime) beside OpenVINO, one process"
   echo
