@@ -46,8 +46,9 @@ subcommands:
               --options-runs N   runs per ONNX Runtime session option of the
                                  Smart Turn sweep (default 40)
               --only SECTION     one section: silero, silero-paced (the VAD service
-                                 paced, linger policies side by side), smart-turn
-                                 or smart-turn-options
+                                 paced, linger policies side by side),
+                                 silero-inline (the If on sr inlined or not),
+                                 smart-turn or smart-turn-options
               --out PATH         report file (default bench/results/model-cpu.md)
               --compare-model PATH  also measure another Silero model file
   v2v         voice-to-voice latency over the websocket or WebRTC (brisvox-bench v2v --help)
@@ -61,7 +62,13 @@ subcommands:
               (brisvox-bench lossy-proxy --help)";
 
 /// The sections of `model-cpu` that `--only` can pick.
-const SECTIONS: [&str; 4] = ["silero", "silero-paced", "smart-turn", "smart-turn-options"];
+const SECTIONS: [&str; 5] = [
+    "silero",
+    "silero-paced",
+    "silero-inline",
+    "smart-turn",
+    "smart-turn-options",
+];
 
 /// Options of `model-cpu`.
 struct ModelCpuArgs {
@@ -148,6 +155,9 @@ fn model_cpu(args: &[String]) -> Result<(), String> {
     }
     if run("silero-paced") {
         report.section(model_cpu_paced::silero_paced_section(&opts.silero)?);
+    }
+    if run("silero-inline") {
+        report.section(model_cpu::silero_inline_section(&opts.silero)?);
     }
 
     // ---- Smart Turn section ------------------------------------------------------

@@ -357,16 +357,53 @@ pub(crate) fn load(
         sessions: 1,
         intra_threads,
         optimization,
-        fold_batches: true,
+        ..SileroOptions::default()
     })
     .map_err(|e| e.to_string())
 }
 
+/// `model-cpu --only silero-inline`: the graphs with the top-level `If` on `sr`
+/// (A) beside those with its 16 kHz branch inlined (B), side by side.
+pub(crate) fn silero_inline_section(opts: &SileroBenchOptions) -> Result<String, String> {
+    let (audio, _) = audio();
+    let windows = Windows::new(audio);
+    let with_if = Arc::new(load(GraphOptimizationLevel::All, 1)?);
+    let inlined = Arc::new(
+        SileroModel::load_with(SileroOptions {
+            inline_16k: !with_if.options().inline_16k,
+            ..with_if.options()
+        })
+        .map_err(|e| e.to_string())?,
+    );
+    let (a, b) = if with_if.options().inline_16k {
+        (inlined, with_if)
+    } else {
+        (with_if, inlined)
+    };
+    for m in [&a, &b] {
+        direct(m, &windows, 64, 0.2, &mut Cell::default());
+        direct(m, &windows, 1, 0.1, &mut Cell::default());
+    }
+    let mut md = String::from(
+        "## Silero VAD: the `If` on `sr` inlined for 16 kHz (`SileroOptions::inline_16k`)\n\n\
+         Both models fold batches of two rows or more; one session each, 1 intra-op thread. \
+         Columns as in the side-by-side table of the Silero section.\n",
+    );
+    md.push_str(&compare(
+        ("`inline_16k: false` (the `If` on `sr` runs its branch)", &a),
+        ("`inline_16k: true` (the 16 kHz branch inlined)", &b),
+        &windows,
+        opts,
+    ));
+    Ok(md)
+}
+
 /// The model as it was before batches ran on the folded graph: every run on the
-/// shipped graph.
+/// shipped graph (its `If` on `sr` too).
 fn load_unfolded() -> Result<SileroModel, String> {
     SileroModel::load_with(SileroOptions {
         fold_batches: false,
+        inline_16k: false,
         ..SileroOptions::default()
     })
     .map_err(|e| e.to_string())
@@ -414,7 +451,8 @@ fn memory(model: &Arc<SileroModel>) -> Result<String, String> {
     let _ = writeln!(
         md,
         "- One more Silero model (one ONNX Runtime session of the shipped graph for \
-         single windows and one of the batch-folded graph for batches, with their \
+         single windows and one of the batch-folded graph for batches, both with the \
+         16 kHz branch inlined, plus the model file kept for an 8 kHz session, with their \
          state): {:.1} MiB resident, once per process (per session pair; a pool of N \
          VAD threads wants N).",
         session_bytes as f64 / (1024.0 * 1024.0)

@@ -1,15 +1,16 @@
 //! `model-cpu --only silero-paced`: the VAD service with windows arriving in real
-//! time from unsynchronised streams, under each linger policy side by side:
-//! A = no linger (the behaviour before the adaptive linger), B = the adaptive
-//! linger (the default), C = a fixed linger of the same bound (waits even for a
-//! call alone). The policies run interleaved, the first one rotated round by
-//! round so none always runs first.
+//! time from unsynchronised streams, before and after side by side: A = no
+//! linger on the graphs with the `If` on `sr` (the behaviour before), B = the
+//! defaults (the adaptive linger, the 16 kHz branch inlined), C = the adaptive
+//! linger on the graphs with the `If` (the linger's share of B). The
+//! configurations run interleaved, the first one rotated round by round so none
+//! always runs first.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 
 use brisvox_models::vad::linger::{DEFAULT_MAX_LINGER, Linger};
-use brisvox_models::vad::silero::GraphOptimizationLevel;
+use brisvox_models::vad::silero::{GraphOptimizationLevel, SileroModel, SileroOptions};
 
 use crate::model_cpu::{Cell, Paced, SileroBenchOptions, Windows, audio, load, paced, percentile};
 
@@ -19,11 +20,12 @@ const WINDOWS_PER_SECOND: f64 = 1000.0 / 32.0;
 /// other side of one of them under B than under A would be a changed decision.
 const THRESHOLDS: [f32; 2] = [0.5, 0.35];
 
-fn policies() -> [(&'static str, Linger); 3] {
+/// (name, linger, whether the model inlines the 16 kHz branch).
+fn policies() -> [(&'static str, Linger, bool); 3] {
     [
-        ("A: no linger (before)", Linger::Off),
-        ("B: adaptive (default)", Linger::default()),
-        ("C: fixed", Linger::Fixed(DEFAULT_MAX_LINGER)),
+        ("A: before (no linger, `If`)", Linger::Off, false),
+        ("B: after (defaults)", Linger::default(), true),
+        ("C: adaptive linger, `If`", Linger::default(), false),
     ]
 }
 
@@ -53,8 +55,20 @@ impl Agreement {
 pub(crate) fn silero_paced_section(opts: &SileroBenchOptions) -> Result<String, String> {
     let (audio, source) = audio();
     let windows = Windows::new(audio);
-    let model = Arc::new(load(GraphOptimizationLevel::All, 1)?);
-    crate::model_cpu::direct(&model, &windows, 64, 0.2, &mut Cell::default());
+    let inlined = Arc::new(load(GraphOptimizationLevel::All, 1)?);
+    if !inlined.options().inline_16k {
+        return Err("the default model does not inline the 16 kHz branch: B is not after".into());
+    }
+    let with_if = Arc::new(
+        SileroModel::load_with(SileroOptions {
+            inline_16k: false,
+            ..inlined.options()
+        })
+        .map_err(|e| e.to_string())?,
+    );
+    for m in [&inlined, &with_if] {
+        crate::model_cpu::direct(m, &windows, 64, 0.2, &mut Cell::default());
+    }
     let policies = policies();
     let mut cells: Vec<Vec<Paced>> = opts
         .streams
@@ -72,14 +86,9 @@ pub(crate) fn silero_paced_section(opts: &SileroBenchOptions) -> Result<String, 
         for (i, &n) in opts.streams.iter().enumerate() {
             for j in 0..policies.len() {
                 let p = (round + j) % policies.len();
-                paced(
-                    &model,
-                    &windows,
-                    n,
-                    policies[p].1,
-                    opts.seconds,
-                    &mut cells[i][p],
-                );
+                let (_, linger, inline) = policies[p];
+                let model = if inline { &inlined } else { &with_if };
+                paced(model, &windows, n, linger, opts.seconds, &mut cells[i][p]);
             }
             let a = &cells[i][0].probabilities;
             for (k, other) in [1, 2].into_iter().enumerate() {
@@ -104,17 +113,19 @@ fn render(
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "## Silero VAD through the service, paced in real time: linger policies side by side\n"
+        "## Silero VAD through the service, paced in real time: before and after side by side\n"
     );
     let _ = writeln!(
         md,
         "One VAD pool thread, batches of at most 128 rows, runs of two rows or more on the \
          folded graph. Stream s submits window k at `k * 32 ms + s * 32 ms / streams` \
-         (unsynchronised calls) for about {:.1} s per cell; audio: {source}. Policies: \
-         A = `Linger::Off` (no wait: the behaviour before), B = `Linger::Adaptive({} ms)` \
-         (the default: waits, at most until the oldest window is {} ms old, only when the \
-         streams active over the last 64 ms will send at least two more windows \
-         meanwhile), C = `Linger::Fixed({} ms)` (always waits). {} rounds, the policies \
+         (unsynchronised calls) for about {:.1} s per cell; audio: {source}. A = the \
+         behaviour before: `Linger::Off` (no wait), graphs with the model's `If` on `sr` \
+         (`inline_16k: false`); B = the defaults after: `Linger::Adaptive({} ms)` (waits, \
+         at most until the oldest window is {} ms old, only when the streams active over \
+         the last 64 ms will send at least two more windows meanwhile) and the 16 kHz \
+         branch inlined; C = the adaptive linger on the graphs with the `If` (the \
+         linger's share; B / C is the inlining's). {} rounds, the configurations \
          interleaved and the first rotated each round; CPU = process CPU (all threads but \
          the pacer's) per window, median (best) of the rounds; rows per run: median of the \
          rounds; latency = submit to sink over all rounds; CPU per call-second = CPU per \
@@ -122,16 +133,15 @@ fn render(
         opts.seconds,
         DEFAULT_MAX_LINGER.as_millis(),
         DEFAULT_MAX_LINGER.as_millis(),
-        DEFAULT_MAX_LINGER.as_millis(),
         opts.rounds,
     );
     let _ = writeln!(
         md,
-        "| streams | policy | CPU us / window | rows per run | latency p50 / p99 us | CPU ms per call-second | Rust allocations / window |"
+        "| streams | configuration | CPU us / window | rows per run | latency p50 / p99 us | CPU ms per call-second | Rust allocations / window |"
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|");
     for (i, &n) in opts.streams.iter().enumerate() {
-        for (j, (name, _)) in policies.iter().enumerate() {
+        for (j, (name, _, _)) in policies.iter().enumerate() {
             let p = &cells[i][j];
             let _ = writeln!(
                 md,
@@ -154,7 +164,7 @@ fn render(
         md,
         "Probabilities of the same windows of the same streams in the same round, A against \
          B and against C; a flip is a window above a detector threshold (0.5 start, 0.35 \
-         stop) under one policy and not under the other.\n"
+         stop) under one configuration and not under the other.\n"
     );
     let _ = writeln!(
         md,

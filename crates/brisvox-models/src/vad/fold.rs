@@ -13,6 +13,9 @@
 //! A batch of one gains nothing from this and costs slightly more after idle
 //! (cold caches, more nodes), so [`super::silero::SileroModel`] keeps the shipped
 //! graph for single windows and uses this one for runs of two rows or more.
+//!
+//! [`inline_16k`] is the second rewrite, applied to both graphs for 16 kHz: the
+//! top-level `If` on `sr` replaced by its 16 kHz branch.
 //! Python twin of the rewrite: `scripts/goldens/silero_fold_batch.py`.
 
 use crate::onnx_wire::{
@@ -295,6 +298,121 @@ fn encoder(branch: &Branch, layer: usize, stride: i64) -> Result<Vec<Vec<u8>>, O
     Ok(nodes)
 }
 
+/// `GraphProto.output`; `ValueInfoProto.name`.
+const GRAPH_OUTPUT: u32 = 12;
+const VALUE_INFO_NAME: u32 = 1;
+
+/// `silero_vad.onnx` (or its batch-folded form) for 16 kHz only: the top-level
+/// `If` on `sr` replaced by the nodes of its 16 kHz branch (and the `Equal` that
+/// fed it dropped), so a run skips the subgraph machinery (a nested execution
+/// frame with its own feeds and fetches). The nodes are the branch's own, so the
+/// arithmetic is the same; the `sr` input stays, unread, so the interface is
+/// unchanged. Wrong for 8 kHz windows: [`super::silero::SileroModel`] runs those
+/// on the shipped graph.
+pub(crate) fn inline_16k(model: &[u8]) -> Result<Vec<u8>, OnnxWireError> {
+    rewrite(model, MODEL_GRAPH, any, inline_then_branch)
+}
+
+/// The top-level `If`'s condition, outputs, 16 kHz branch and that branch's outputs.
+struct TopIf {
+    name: String,
+    cond: String,
+    outputs: Vec<String>,
+    branch: Message,
+    branch_outputs: Vec<String>,
+}
+
+impl TopIf {
+    fn find(nodes: &[Message]) -> Result<Self, OnnxWireError> {
+        let node = nodes
+            .iter()
+            .find(|n| n.string(NODE_OP_TYPE) == Some("If"))
+            .ok_or_else(|| structure("no If on sr"))?;
+        let strings = |m: &Message, field| -> Vec<String> {
+            m.bytes(field)
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .collect()
+        };
+        let branch = node
+            .bytes(NODE_ATTRIBUTE)
+            .find(|a| is_then_branch(a))
+            .and_then(|a| Message::decode(a).ok())
+            .and_then(|a| a.bytes(ATTR_G).next().map(Message::decode))
+            .ok_or_else(|| structure("the If has no then_branch"))??;
+        let branch_outputs = branch
+            .bytes(GRAPH_OUTPUT)
+            .map(|v| {
+                Message::decode(v)?
+                    .string(VALUE_INFO_NAME)
+                    .map(str::to_owned)
+                    .ok_or_else(|| structure("a branch output without a name"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let outputs = strings(node, NODE_OUTPUT);
+        if outputs.len() != branch_outputs.len() {
+            return Err(structure("the If and its branch differ in outputs"));
+        }
+        Ok(TopIf {
+            name: node.string(NODE_NAME).unwrap_or_default().to_owned(),
+            cond: node
+                .string(NODE_INPUT)
+                .ok_or_else(|| structure("an If without condition"))?
+                .to_owned(),
+            outputs,
+            branch,
+            branch_outputs,
+        })
+    }
+}
+
+fn inline_then_branch(graph: &[u8]) -> Result<Vec<u8>, OnnxWireError> {
+    let mut graph = Message::decode(graph)?;
+    let nodes = graph
+        .bytes(GRAPH_NODE)
+        .map(Message::decode)
+        .collect::<Result<Vec<_>, _>>()?;
+    let top = TopIf::find(&nodes)?;
+    // The condition's node (Equal(sr, c)) and the constants only it reads.
+    let equal = nodes
+        .iter()
+        .find(|n| n.string(NODE_OUTPUT) == Some(top.cond.as_str()))
+        .ok_or_else(|| structure("no node computes the If's condition"))?;
+    let operands: Vec<&[u8]> = equal.bytes(NODE_INPUT).collect();
+    let dropped = |n: &Message| {
+        n.string(NODE_OUTPUT) == Some(top.cond.as_str())
+            || (n.string(NODE_OP_TYPE) == Some("Constant")
+                && n.bytes(NODE_OUTPUT).any(|o| operands.contains(&o)))
+    };
+    let mut fields = Vec::with_capacity(graph.fields.len() + 128);
+    let mut nodes = nodes.iter();
+    for (number, value) in graph.fields.drain(..) {
+        if number != GRAPH_NODE {
+            fields.push((number, value));
+            continue;
+        }
+        let node = nodes.next().ok_or_else(|| structure("nodes changed"))?;
+        if dropped(node) {
+            continue;
+        }
+        if node.string(NODE_OP_TYPE) != Some("If") || node.string(NODE_NAME) != Some(&top.name) {
+            fields.push((number, value));
+            continue;
+        }
+        for n in top.branch.bytes(GRAPH_NODE) {
+            fields.push((GRAPH_NODE, Value::Bytes(n.to_vec())));
+        }
+        for (from, to) in top.branch_outputs.iter().zip(&top.outputs) {
+            fields.push((GRAPH_NODE, Value::Bytes(node_identity(from, to))));
+        }
+    }
+    graph.fields = fields;
+    Ok(graph.encode())
+}
+
+fn node_identity(from: &str, to: &str) -> Vec<u8> {
+    node("Identity", &[from], &[to], &[])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,5 +432,9 @@ mod tests {
             Err(OnnxWireError::Structure(_))
         ));
         assert!(fold_batch(b"\x0bnot protobuf").is_err());
+        assert!(matches!(
+            inline_16k(&model.encode()),
+            Err(OnnxWireError::Structure(_))
+        ));
     }
 }

@@ -15,6 +15,11 @@
 //!   probabilities within [`FOLDED_TOLERANCE`]); a run of
 //!   one row (a lone call) keeps the shipped graph. [`SileroOptions::fold_batches`]
 //!   turns this off.
+//! - At 16 kHz both graphs run with the model's top-level `If` on `sr` replaced by
+//!   its 16 kHz branch ([`SileroOptions::inline_16k`], `vad/fold.rs`): the same
+//!   nodes, so the same bits, without the subgraph machinery. 8 kHz windows run
+//!   on the shipped graph, whose sessions are built at the first of them (never,
+//!   for a 16 kHz server).
 //! - [`SileroState`] is one stream's context and recurrent state, allocated once.
 //! - [`SileroBatch`] holds the input and output buffers of one batched run, sized
 //!   once for a row capacity and reused; rows are filled with [`SileroBatch::push`],
@@ -27,7 +32,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use ort::session::Session;
@@ -159,6 +164,12 @@ pub struct SileroOptions {
     /// Run batches of two rows or more on the batch-folded graph (module docs);
     /// `false` runs every batch on the shipped graph (half the sessions' memory).
     pub fold_batches: bool,
+    /// Run 16 kHz windows on graphs whose top-level `If` on `sr` is replaced by
+    /// its 16 kHz branch (`vad/fold.rs` `inline_16k`: the same nodes without the
+    /// subgraph machinery); 8 kHz windows then run on the shipped graph, whose
+    /// sessions are built at the first 8 kHz run (the model file's 2.3 MB are
+    /// kept until then).
+    pub inline_16k: bool,
 }
 
 impl Default for SileroOptions {
@@ -168,6 +179,7 @@ impl Default for SileroOptions {
             intra_threads: 1,
             optimization: GraphOptimizationLevel::All,
             fold_batches: true,
+            inline_16k: true,
         }
     }
 }
@@ -207,11 +219,18 @@ impl Sessions {
 
 /// The Silero model: a small set of ONNX Runtime sessions shared by every stream.
 pub struct SileroModel {
-    /// The shipped graph: single windows (and every batch without folding).
-    single: Sessions,
-    /// The batch-folded graph, for runs of two rows or more.
+    /// The shipped graph: single windows (and every batch without folding); with
+    /// `inline_16k` only 8 kHz windows, built at the first.
+    shipped: OnceLock<Result<Sessions, VadError>>,
+    /// The model file, kept until `shipped` is built.
+    bytes: Mutex<Option<Vec<u8>>>,
+    /// With `inline_16k`: the shipped graph for 16 kHz, `If` inlined.
+    single_16k: Option<Sessions>,
+    /// The batch-folded graph, for runs of two rows or more (16 kHz only with
+    /// `inline_16k`).
     folded: Option<Sessions>,
     options: SileroOptions,
+    path: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for SileroModel {
@@ -242,21 +261,59 @@ impl SileroModel {
             path: path.to_owned(),
             reason: e.to_string(),
         })?;
-        let single = Sessions::build(&bytes, options)?;
+        let rewritten = |what: &str, e: crate::onnx_wire::OnnxWireError| VadError::ModelFile {
+            path: path.to_owned(),
+            reason: format!("the {what} graph could not be built: {e}"),
+        };
+        let inline = |graph: Vec<u8>| {
+            if options.inline_16k {
+                fold::inline_16k(&graph).map_err(|e| rewritten("16 kHz", e))
+            } else {
+                Ok(graph)
+            }
+        };
         let folded = if options.fold_batches {
-            let graph = fold::fold_batch(&bytes).map_err(|e| VadError::ModelFile {
-                path: path.to_owned(),
-                reason: format!("the batch-folded graph could not be built: {e}"),
-            })?;
-            Some(Sessions::build(&graph, options)?)
+            let graph = fold::fold_batch(&bytes).map_err(|e| rewritten("batch-folded", e))?;
+            Some(Sessions::build(&inline(graph)?, options)?)
         } else {
             None
         };
-        Ok(SileroModel {
-            single,
+        let single_16k = if options.inline_16k {
+            Some(Sessions::build(&inline(bytes.clone())?, options)?)
+        } else {
+            None
+        };
+        let model = SileroModel {
+            shipped: OnceLock::new(),
+            bytes: Mutex::new(Some(bytes)),
+            single_16k,
             folded,
             options,
-        })
+            path: path.to_owned(),
+        };
+        if !options.inline_16k {
+            model.shipped()?;
+        }
+        Ok(model)
+    }
+
+    /// The shipped graph's sessions, built at the first call.
+    fn shipped(&self) -> Result<&Sessions, VadError> {
+        let built = self.shipped.get_or_init(|| {
+            let bytes = self
+                .bytes
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            match bytes {
+                Some(bytes) => Sessions::build(&bytes, self.options),
+                None => Err(VadError::ModelFile {
+                    path: self.path.clone(),
+                    reason: "the shipped graph's bytes are gone".to_owned(),
+                }),
+            }
+        });
+        built.as_ref().map_err(Clone::clone)
     }
 
     fn session(model: &[u8], options: SileroOptions) -> Result<Session, VadError> {
@@ -284,11 +341,13 @@ impl SileroModel {
         self.options
     }
 
-    /// The sessions a run of `rows` rows goes to.
-    fn sessions_for(&self, rows: usize) -> &Sessions {
-        match &self.folded {
-            Some(folded) if rows > 1 => folded,
-            _ => &self.single,
+    /// The sessions a run of `rows` rows at `rate` goes to.
+    fn sessions_for(&self, rows: usize, rate: SileroRate) -> Result<&Sessions, VadError> {
+        let hz16 = rate == SileroRate::Hz16000;
+        match (&self.folded, &self.single_16k) {
+            (Some(folded), _) if rows > 1 && (hz16 || !self.options.inline_16k) => Ok(folded),
+            (_, Some(single)) if hz16 => Ok(single),
+            _ => self.shipped(),
         }
     }
 
@@ -313,7 +372,7 @@ impl SileroModel {
         }
         batch.pack_state();
         let row_len = batch.rate.row_len();
-        let mut session = self.sessions_for(rows).guard();
+        let mut session = self.sessions_for(rows, batch.rate)?.guard();
         let input = TensorRef::from_array_view(([rows, row_len], &batch.input[..rows * row_len]))?;
         let state = TensorRef::from_array_view((
             [STATE_LAYERS, rows, STATE_WIDTH],
