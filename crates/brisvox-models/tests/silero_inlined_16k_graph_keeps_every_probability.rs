@@ -7,8 +7,10 @@
 
 mod vad_common;
 
-use brisvox_models::vad::silero::{SileroModel, SileroOptions, SileroRate, SileroState};
-use vad_common::{TOLERANCE, goldens, max_abs_diff, model_or_skip, run_in_shared_batches};
+use brisvox_models::vad::silero::{SileroModel, SileroOptions, SileroRate};
+use vad_common::{
+    TOLERANCE, goldens, max_abs_diff, model_or_skip, one_window_at_a_time, run_in_shared_batches,
+};
 
 fn load(inline_16k: bool) -> SileroModel {
     SileroModel::load_with(SileroOptions {
@@ -29,10 +31,7 @@ fn one_window_at_a_time_every_golden_matches_at_both_rates() {
         assert!(goldens.iter().any(|g| g.rate == rate), "a {rate:?} golden");
     }
     for g in &goldens {
-        let mut state = SileroState::new(g.rate);
-        let got: Vec<f32> = (0..g.probabilities.len())
-            .map(|i| model.process(&mut state, g.window(i)).expect("window runs"))
-            .collect();
+        let got = one_window_at_a_time(&model, g);
         let worst = max_abs_diff(&got, &g.probabilities);
         assert!(worst <= TOLERANCE, "{}: max |diff| {worst:e}", g.fixture);
     }

@@ -5,8 +5,10 @@
 
 mod vad_common;
 
-use brisvox_models::vad::silero::{SileroModel, SileroOptions, SileroRate, SileroState};
-use vad_common::{TOLERANCE, goldens, max_abs_diff, model_or_skip, run_in_shared_batches};
+use brisvox_models::vad::silero::{SileroModel, SileroOptions, SileroRate};
+use vad_common::{
+    TOLERANCE, goldens, max_abs_diff, model_or_skip, one_window_at_a_time, run_in_shared_batches,
+};
 
 #[test]
 fn every_window_of_every_golden_matches_one_stream_at_a_time() {
@@ -23,13 +25,9 @@ fn every_window_of_every_golden_matches_one_stream_at_a_time() {
     let mut windows = 0;
     let mut overall = 0.0_f32;
     for g in &goldens {
-        let mut state = SileroState::new(g.rate);
-        let got: Vec<f32> = (0..g.probabilities.len())
-            .map(|i| model.process(&mut state, g.window(i)).expect("window runs"))
-            .collect();
+        let got = one_window_at_a_time(&model, g);
         let worst = max_abs_diff(&got, &g.probabilities);
         assert!(worst <= TOLERANCE, "{}: max |diff| {worst:e}", g.fixture);
-        assert_eq!(state.windows(), g.probabilities.len() as u64);
         windows += got.len();
         overall = overall.max(worst);
     }

@@ -127,6 +127,17 @@ pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 
 pub const TOLERANCE: f32 = 1e-6;
 
+/// Every window of `g` through `model` one at a time from a fresh state (each a
+/// run of one row); the probabilities.
+pub fn one_window_at_a_time(model: &SileroModel, g: &Golden) -> Vec<f32> {
+    let mut state = SileroState::new(g.rate);
+    let got: Vec<f32> = (0..g.probabilities.len())
+        .map(|i| model.process(&mut state, g.window(i)).expect("window runs"))
+        .collect();
+    assert_eq!(state.windows(), g.probabilities.len() as u64);
+    got
+}
+
 /// Every window of every golden of `group` (one rate) through `model` in explicit
 /// batches shared by the streams: stream `s` runs its window `i` at tick
 /// `starts[s] + i`, so streams join and leave and the batch size changes over time
