@@ -92,7 +92,13 @@ impl Linger {
         if waiting == 0 || waiting >= max_batch {
             return Duration::ZERO;
         }
-        let left = (oldest + self.max()).saturating_sub(now);
+        // Saturating and clamped: a bound as large as `Duration::MAX` must not
+        // panic inside the job (the pool would never schedule another), and a
+        // clock that stepped back must not stretch the wait past the bound.
+        let left = oldest
+            .saturating_add(self.max())
+            .saturating_sub(now)
+            .min(self.max());
         match self {
             Linger::Off => Duration::ZERO,
             Linger::Fixed(_) => left,
@@ -128,7 +134,9 @@ impl ActiveStreams {
     /// A window of one stream at `at`; `mark` is that stream's own mark (0 for a
     /// new stream), updated so the stream counts once per span.
     pub fn note(&mut self, at: Duration, mark: &mut u64) {
-        let span = Self::span_of(at);
+        // A window stamped before the current span (stamps may reach the
+        // counter slightly out of order) counts in the current span.
+        let span = Self::span_of(at).max(self.span);
         if span > self.span {
             self.previous = if span == self.span + 1 {
                 self.current
@@ -242,7 +250,7 @@ mod tests {
     }
 
     #[test]
-    fn the_wait_needs_one_more_window_expected() {
+    fn the_wait_needs_two_more_windows_expected() {
         let linger = Linger::Adaptive(4 * MS);
         let now = 1000 * MS;
         // 4 ms of 32: 16 other streams give two windows, 15 do not.
@@ -271,5 +279,38 @@ mod tests {
         assert_eq!(Linger::Off.wait(now, now, 1, 128, 500.0), Duration::ZERO);
         assert_eq!(Linger::Off.max(), Duration::ZERO);
         assert_eq!(Linger::default().max(), DEFAULT_MAX_LINGER);
+    }
+
+    #[test]
+    fn a_huge_bound_or_a_clock_stepping_back_stays_within_the_bound() {
+        let now = 1000 * MS;
+        // No overflow panic: the job would never end and the pool would stall.
+        assert_eq!(
+            Linger::Fixed(Duration::MAX).wait(now, now, 1, 128, 1.0),
+            Duration::MAX - now
+        );
+        assert_eq!(
+            Linger::Adaptive(Duration::MAX).wait(now, now, 1, 128, 500.0),
+            Duration::MAX - now
+        );
+        // The oldest window stamped after `now` (a clock that stepped back):
+        // never more than the bound.
+        assert_eq!(
+            Linger::Fixed(4 * MS).wait(now, now + 10 * MS, 1, 128, 1.0),
+            4 * MS
+        );
+    }
+
+    #[test]
+    fn a_late_stamp_from_the_span_before_counts_once() {
+        let mut active = ActiveStreams::default();
+        let (mut a, mut b) = (0, 0);
+        // b's window of the new span reaches the counter before a's stamp of
+        // the span before (stamps read outside the lock may arrive out of order).
+        active.note(ACTIVITY_SPAN + MS, &mut b);
+        active.note(ACTIVITY_SPAN - MS, &mut a);
+        // a's next window, in the same (new) span, must not count it again.
+        active.note(ACTIVITY_SPAN + 2 * MS, &mut a);
+        assert_eq!(active.estimate(ACTIVITY_SPAN + 3 * MS), 2.0);
     }
 }

@@ -14,8 +14,8 @@
 //! tick that every window waits for. Between the two, when many calls send
 //! windows that arrive one by one, a job may wait a few milliseconds for company
 //! ([`VadServiceConfig::linger`], by default [`Linger::Adaptive`]: only when the
-//! streams active lately will send another window meanwhile, never for a call
-//! alone; `vad/linger.rs`).
+//! streams active lately will send at least two more windows meanwhile, never for
+//! a call alone; `vad/linger.rs`).
 //!
 //! Rules:
 //!
@@ -355,9 +355,11 @@ impl VadStream {
             });
         }
         let seq = self.next_seq;
-        let now = (inner.clock)();
         let (schedule, wake) = {
             let mut queue = inner.queue();
+            // Read under the lock, so stamps reach the queue and the activity
+            // count in order (the oldest window is the queue's front).
+            let now = (inner.clock)();
             if queue.windows.len() >= inner.config.queue_capacity {
                 drop(queue);
                 inner.counters.rejected.fetch_add(1, Ordering::Relaxed);

@@ -26,8 +26,8 @@ pub struct RuntimeSettings {
     /// Threads of the VAD pool; 0: half the cores, at least one.
     pub vad_threads: u32,
     /// Longest a VAD batch waits for the windows of other calls, in ms, when
-    /// the calls active lately will send one meanwhile (the adaptive linger);
-    /// 0: never wait.
+    /// the calls active lately will send at least two more windows meanwhile
+    /// (the adaptive linger); 0: never wait.
     pub vad_linger_ms: u32,
     /// Smart Turn executor threads (analyses run at once); 0: one per core
     /// this process may use.
