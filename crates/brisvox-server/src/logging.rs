@@ -9,9 +9,9 @@
 //! is used.
 
 use tracing_subscriber::filter::Targets;
+use tracing_subscriber::fmt;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::{Layer, fmt};
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -45,15 +45,18 @@ pub fn init(format: LogFormat) {
         default_filter()
     });
     let layer = fmt::layer().with_writer(std::io::stderr);
+    // One layer writes, so the filter is global (`registry().with(filter)`),
+    // not the layer's own (`layer.with_filter`): a per-layer filter looks
+    // the span up in the registry at every enter and exit, which every
+    // call's stage tasks do at every poll (1-2 % of the server's CPU at
+    // 1000 calls, bench/results/framework-profile-2026-12-02.md). The same
+    // lines are written either way.
     // `try_init` fails only when a subscriber is already set (tests); that
     // one keeps working.
+    let registry = tracing_subscriber::registry().with(filter);
     let _ = match format {
-        LogFormat::Text => tracing_subscriber::registry()
-            .with(layer.with_filter(filter))
-            .try_init(),
-        LogFormat::Json => tracing_subscriber::registry()
-            .with(layer.json().with_filter(filter))
-            .try_init(),
+        LogFormat::Text => registry.with(layer).try_init(),
+        LogFormat::Json => registry.with(layer.json()).try_init(),
     };
 }
 
