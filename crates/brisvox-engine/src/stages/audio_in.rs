@@ -179,11 +179,18 @@ impl<S: CallSource> AudioIn<S> {
 
     /// Reads the transport until the caller hangs up or the call shuts down.
     pub(crate) async fn run(mut self) {
+        // One wait for the shutdown signal for the whole call, not one per
+        // frame: a new wait registers with the watch and a dropped one
+        // unregisters, two locks per caller frame (3 % of the server's CPU
+        // at 1000 calls, bench/results/framework-profile-2026-12-02.md).
+        let mut signal = self.shutdown.clone();
+        let down = shutdown(&mut signal);
+        tokio::pin!(down);
         loop {
             let retry = retry_at(&self.scorer);
             tokio::select! {
                 biased;
-                () = shutdown(&mut self.shutdown) => return,
+                () = &mut down => return,
                 Some(outcome) = next_outcome(&mut self.scorer) => {
                     if !self.on_outcome(outcome).await {
                         return;

@@ -90,6 +90,11 @@ impl<K: CallSink> OutputStage<K> {
 
     /// Paces audio until the call shuts down; returns the pacer's counters.
     pub(crate) async fn run(mut self) -> PacerMetrics {
+        // One wait for the shutdown signal for the whole call, not one per
+        // frame (see `AudioIn::run`).
+        let mut signal = self.shutdown.clone();
+        let down = shutdown(&mut signal);
+        tokio::pin!(down);
         loop {
             let wait = match self.release_due().await {
                 Ok(wait) => wait,
@@ -103,7 +108,7 @@ impl<K: CallSink> OutputStage<K> {
             let current = self.pacer.epoch();
             tokio::select! {
                 biased;
-                () = shutdown(&mut self.shutdown) => break,
+                () = &mut down => break,
                 () = stale(&mut self.floor, current) => self.on_interrupt().await,
                 input = self.inbox.recv(), if room => match input {
                     Some(input) => self.on_input(input),
