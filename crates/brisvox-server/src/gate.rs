@@ -140,6 +140,14 @@ fn rate_limited_response(state: &AppState, blocked: Blocked) -> Response {
     (StatusCode::TOO_MANY_REQUESTS, headers, body).into_response()
 }
 
+/// The read buffer of a call's websocket. The library's default (128 KiB)
+/// is zero-filled up to its capacity before every socket read, so each
+/// 20 ms audio message (0.2-4 KB) cost a 128 KiB memset, the largest single
+/// item in the server's profile at 1000 calls
+/// (`bench/results/framework-profile-2026-12-02.md`). A bigger message is
+/// still read whole: the buffer grows to a frame's announced length.
+const WS_READ_BUFFER_BYTES: usize = 4096;
+
 /// Admits a call (or answers 503) and runs `run` on the upgraded socket.
 pub(crate) fn admit_and_upgrade<F, Fut>(
     state: Arc<AppState>,
@@ -155,7 +163,10 @@ where
         Err(refusal) => return refusal_response(&state, refusal),
     };
     let limit = state.socket_limit();
-    let ws = ws.max_message_size(limit).max_frame_size(limit);
+    let ws = ws
+        .max_message_size(limit)
+        .max_frame_size(limit)
+        .read_buffer_size(WS_READ_BUFFER_BYTES);
     // If the upgrade never completes, the closure and the permit in it are
     // dropped: the slot is freed.
     ws.on_upgrade(move |socket| async move {
