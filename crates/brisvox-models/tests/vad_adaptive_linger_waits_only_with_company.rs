@@ -13,33 +13,14 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use brisvox_models::pool::{InferencePool, PoolConfig};
 use brisvox_models::vad::linger::Linger;
-use brisvox_models::vad::service::{VadService, VadServiceConfig, VadStream, WindowOutcome};
-use brisvox_models::vad::silero::{FOLDED_TOLERANCE, SileroModel, SileroRate};
+use brisvox_models::vad::service::{VadService, VadStream, WindowOutcome};
+use brisvox_models::vad::silero::{FOLDED_TOLERANCE, SileroModel};
 use brisvox_testkit::{PATIENCE, eventually};
-use vad_common::{Golden, goldens, hold_the_worker, model_or_skip};
-
-const FROZEN: Duration = Duration::from_secs(1);
-
-fn golden_16k() -> Golden {
-    goldens()
-        .into_iter()
-        .find(|g| g.rate == SileroRate::Hz16000)
-        .expect("a 16 kHz golden")
-}
+use vad_common::{Golden, frozen_service, golden_16k, hold_the_worker, model_or_skip};
 
 fn service(model: Arc<SileroModel>, linger: Linger, max_batch: usize) -> VadService {
-    let pool = InferencePool::new(PoolConfig {
-        threads: 1,
-        ..PoolConfig::named("vad-adaptive")
-    });
-    let config = VadServiceConfig {
-        linger,
-        max_batch,
-        ..VadServiceConfig::new(SileroRate::Hz16000)
-    };
-    VadService::with_clock(model, pool, config, || FROZEN)
+    frozen_service(model, "vad-adaptive", linger, max_batch)
 }
 
 type Outcomes = mpsc::Receiver<(usize, WindowOutcome)>;

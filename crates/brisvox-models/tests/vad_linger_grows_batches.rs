@@ -18,28 +18,10 @@ use brisvox_models::vad::linger::Linger;
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
 use brisvox_models::vad::silero::{SileroModel, SileroRate};
 use brisvox_testkit::{PATIENCE, eventually};
-use vad_common::{Golden, goldens, model_or_skip};
-
-const FROZEN: Duration = Duration::from_secs(1);
-
-fn golden_16k() -> Golden {
-    goldens()
-        .into_iter()
-        .find(|g| g.rate == SileroRate::Hz16000)
-        .expect("a 16 kHz golden")
-}
+use vad_common::{FROZEN, frozen_service, golden_16k, model_or_skip};
 
 fn fixed(model: Arc<SileroModel>, linger: Duration, max_batch: usize) -> VadService {
-    let pool = InferencePool::new(PoolConfig {
-        threads: 1,
-        ..PoolConfig::named("vad-linger")
-    });
-    let config = VadServiceConfig {
-        linger: Linger::Fixed(linger),
-        max_batch,
-        ..VadServiceConfig::new(SileroRate::Hz16000)
-    };
-    VadService::with_clock(model, pool, config, || FROZEN)
+    frozen_service(model, "vad-linger", Linger::Fixed(linger), max_batch)
 }
 
 #[test]

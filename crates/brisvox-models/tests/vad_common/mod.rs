@@ -195,3 +195,37 @@ pub fn hold_the_worker(
         .unwrap();
     (release_tx, blocker)
 }
+
+/// The first 16 kHz golden.
+pub fn golden_16k() -> Golden {
+    goldens()
+        .into_iter()
+        .find(|g| g.rate == SileroRate::Hz16000)
+        .expect("a 16 kHz golden")
+}
+
+/// The instant a frozen service clock always reads.
+pub const FROZEN: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A 16 kHz VAD service on one pool thread named `name`, with `linger` and
+/// `max_batch`, whose clock is frozen at [`FROZEN`] (which streams count as
+/// active and how long a job may wait do not depend on the machine's speed).
+pub fn frozen_service(
+    model: Arc<SileroModel>,
+    name: &'static str,
+    linger: brisvox_models::vad::linger::Linger,
+    max_batch: usize,
+) -> brisvox_models::vad::service::VadService {
+    use brisvox_models::pool::{InferencePool, PoolConfig};
+    use brisvox_models::vad::service::{VadService, VadServiceConfig};
+    let pool = InferencePool::new(PoolConfig {
+        threads: 1,
+        ..PoolConfig::named(name)
+    });
+    let config = VadServiceConfig {
+        linger,
+        max_batch,
+        ..VadServiceConfig::new(SileroRate::Hz16000)
+    };
+    VadService::with_clock(model, pool, config, || FROZEN)
+}
