@@ -26,7 +26,8 @@
 //! - `brisvox_vad_windows_total{result}`: `scored`, `failed`, `rejected`;
 //!   `brisvox_vad_batches_total`; `brisvox_vad_queued_windows` (gauge);
 //!   `brisvox_vad_schedule_retries_total`: batch jobs the pool refused, whose
-//!   windows stayed queued and were offered again.
+//!   windows stayed queued and were offered again; `brisvox_vad_lingers_total`:
+//!   batch jobs that waited for other calls' windows (`[runtime] vad_linger_ms`).
 //! - With `[limits] load_shedding` ([`crate::forecast`]):
 //!   `brisvox_shed_call_cost{pool}`, the estimate of the pool's busy seconds
 //!   per second of call; `brisvox_shed_predicted_calls{pool}`, the calls that
@@ -293,6 +294,13 @@ fn write_vad(out: &mut String, s: &VadServiceStats) {
         "brisvox_vad_schedule_retries_total {}",
         s.schedule_retries
     );
+    head(
+        out,
+        "brisvox_vad_lingers_total",
+        "counter",
+        "VAD batch jobs that waited for other calls' windows before their run ([runtime] vad_linger_ms).",
+    );
+    let _ = writeln!(out, "brisvox_vad_lingers_total {}", s.lingers);
 }
 
 fn head(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -399,6 +407,7 @@ mod tests {
             batches: 40,
             queued: 2,
             schedule_retries: 5,
+            lingers: 7,
             ..VadServiceStats::default()
         };
         let p = pool(&[(0, 1)]);
@@ -411,6 +420,7 @@ mod tests {
             "brisvox_vad_batches_total 40",
             "brisvox_vad_queued_windows 2",
             "brisvox_vad_schedule_retries_total 5",
+            "brisvox_vad_lingers_total 7",
         ] {
             assert!(out.lines().any(|l| l == line), "{line} missing in\n{out}");
         }
