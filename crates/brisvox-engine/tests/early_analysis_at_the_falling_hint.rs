@@ -110,8 +110,24 @@ async fn every_stop_reuses_its_early_verdict() {
     assert!(verdicts >= 2, "{c:?}");
     assert_eq!(e.reused, verdicts, "{e:?} {c:?}");
     assert_eq!(c.barge_ins, 0);
-    // The early verdicts decided as the analyses at the stops did.
-    assert_eq!(c, without.turn_counters);
+    // The early analyses ended the same turns as the analyses at the stops. Their
+    // verdicts may differ: the early snapshot ends at the fall, the stop's a few
+    // frames later, and this int8 model's probabilities near 0.5 move with the
+    // CPU's ONNX Runtime kernels (see smart_turn_common in brisvox-models'
+    // tests); on one AMD EPYC without AVX-512 one of the two stops is judged
+    // complete early and incomplete at the stop, and the 1 s hold answers it
+    // the same either way.
+    let w = without.turn_counters;
+    assert_eq!(
+        (c.turns, c.responses, c.verdicts_failed, c.barge_ins),
+        (w.turns, w.responses, w.verdicts_failed, w.barge_ins),
+        "{c:?}\n{w:?}"
+    );
+    assert_eq!(
+        c.verdicts_complete + c.verdicts_incomplete,
+        w.verdicts_complete + w.verdicts_incomplete,
+        "a verdict for every stop, early or not: {c:?}\n{w:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]

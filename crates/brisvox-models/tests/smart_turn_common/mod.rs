@@ -1,5 +1,18 @@
 //! Shared helpers for the Smart Turn golden tests: the manifest, the fixtures, the
-//! golden feature files and the skip-or-fail rule for missing models.
+//! golden feature files, the kernel sets and the skip-or-fail rule for missing
+//! models.
+//!
+//! **Kernel sets.** ONNX Runtime picks its CPU kernels by instruction set, and the
+//! fused int8 kernels of the optimised graph give different probabilities on
+//! different CPUs (up to 0.38 apart on the same features, one verdict flipping,
+//! between the goldens' machine and an AMD EPYC without AVX-512), while Python
+//! onnxruntime and the Rust session agree to the bit on any one machine. So the
+//! goldens hold one set of probabilities per kernel family seen:
+//! `optimisation-levels.tsv` (the goldens' machine; its ALL column is the
+//! manifest's probability) and `kernel-sets/*.tsv`
+//! (`scripts/goldens/smart_turn_kernel_set.py`). [`this_cpu_kernel_set`] finds
+//! the set this CPU's kernels give, and [`cases_for_this_cpu`] the cases with its
+//! probabilities and verdicts.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -33,6 +46,121 @@ pub fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/smart_turn")
 }
 
+/// One kernel family's probabilities: per case, at DISABLE, BASIC, EXTENDED, ALL.
+#[derive(Debug, Clone)]
+pub struct KernelSet {
+    pub label: String,
+    pub rows: Vec<(String, [f32; 4])>,
+}
+
+impl KernelSet {
+    /// The case's probabilities at the four levels.
+    pub fn levels(&self, case: &str) -> [f32; 4] {
+        self.rows
+            .iter()
+            .find(|(name, _)| name == case)
+            .unwrap_or_else(|| panic!("kernel set {}: no row for {case}", self.label))
+            .1
+    }
+}
+
+fn read_kernel_set(path: &Path, label: &str) -> KernelSet {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let rows = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            assert_eq!(f.len(), 5, "{}: {line}", path.display());
+            let p = |i: usize| -> f32 { f[i].parse().expect("probability") };
+            (f[0].to_owned(), [p(1), p(2), p(3), p(4)])
+        })
+        .collect();
+    KernelSet {
+        label: label.to_owned(),
+        rows,
+    }
+}
+
+/// Every recorded kernel set, the goldens' machine's first (`reference`).
+pub fn kernel_sets() -> Vec<KernelSet> {
+    let mut sets = vec![read_kernel_set(
+        &golden_dir().join("optimisation-levels.tsv"),
+        "reference",
+    )];
+    let dir = golden_dir().join("kernel-sets");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    paths.sort();
+    for path in paths
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "tsv"))
+    {
+        let label = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("?")
+            .to_owned();
+        sets.push(read_kernel_set(&path, &label));
+    }
+    for set in &sets {
+        for case in cases() {
+            set.levels(&case.name);
+        }
+    }
+    sets
+}
+
+/// The recorded kernel set whose ALL probabilities this CPU's kernels give
+/// (within `tolerance` on every case, from the golden features), or None with
+/// the reason printed: the caller then checks what does not depend on the
+/// kernels and says so.
+pub fn this_cpu_kernel_set(all_level: impl Fn(&[f32]) -> f32, tolerance: f32) -> Option<KernelSet> {
+    let cases = cases();
+    let got: Vec<f32> = cases
+        .iter()
+        .map(|c| all_level(&golden_features(c)))
+        .collect();
+    for set in kernel_sets() {
+        let worst = cases
+            .iter()
+            .zip(&got)
+            .map(|(c, p)| (p - set.levels(&c.name)[3]).abs())
+            .fold(0.0f32, f32::max);
+        if worst <= tolerance {
+            println!(
+                "kernel set of this CPU: {} (worst |diff| {worst:.2e})",
+                set.label
+            );
+            return Some(set);
+        }
+        println!(
+            "kernel set {}: not this CPU's (worst |diff| {worst:.2e})",
+            set.label
+        );
+    }
+    eprintln!(
+        "no recorded Smart Turn kernel set matches this CPU's ONNX Runtime kernels; \
+         record one with scripts/goldens/smart_turn_kernel_set.py (probabilities at ALL: {got:?})"
+    );
+    None
+}
+
+/// The cases with the probabilities and verdicts of `set` (at ALL).
+pub fn cases_for(set: &KernelSet) -> Vec<GoldenCase> {
+    cases()
+        .into_iter()
+        .map(|mut case| {
+            case.probability = set.levels(&case.name)[3];
+            case.complete = case.probability > 0.5;
+            case
+        })
+        .collect()
+}
+
+/// The manifest's cases, probabilities and verdicts as recorded on the
+/// goldens' machine (the `reference` kernel set).
 pub fn cases() -> Vec<GoldenCase> {
     let text = std::fs::read_to_string(golden_dir().join("manifest.tsv")).expect("manifest.tsv");
     let cases: Vec<GoldenCase> = text
