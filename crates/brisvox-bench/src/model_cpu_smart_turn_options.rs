@@ -24,7 +24,8 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use brisvox_models::smart_turn::{
-    COMPLETE_THRESHOLD, FEATURES_LEN, GraphOptimization, SessionOptions, SmartTurn, SmartTurnConfig,
+    COMPLETE_THRESHOLD, FEATURES_LEN, GraphOptimization, SessionOptions, SmartTurn,
+    SmartTurnConfig, SoftmaxKernel,
 };
 
 const GOLDEN_DIR: &str = concat!(
@@ -74,7 +75,28 @@ fn goldens() -> Result<Vec<Golden>, String> {
 }
 
 /// The configurations: a label and the settings (one option off the reference).
+/// The reference is Pipecat's run: the shipped graph on ONNX Runtime's own
+/// kernels; brisvox's default differs from it in the softmax kernel only (the
+/// second row), and every other row is the reference with one option changed.
 fn configurations() -> Vec<(&'static str, SmartTurnConfig)> {
+    let mut rows = option_rows();
+    for (_, config) in &mut rows {
+        config.softmax = SoftmaxKernel::OnnxRuntime;
+    }
+    rows.insert(
+        1,
+        (
+            "brisvox's exact softmax (the default)",
+            SmartTurnConfig {
+                softmax: SoftmaxKernel::Exact,
+                ..SmartTurnConfig::default()
+            },
+        ),
+    );
+    rows
+}
+
+fn option_rows() -> Vec<(&'static str, SmartTurnConfig)> {
     let with = |graph: GraphOptimization, session: SessionOptions| SmartTurnConfig {
         graph_optimization: graph,
         session,
@@ -88,7 +110,7 @@ fn configurations() -> Vec<(&'static str, SmartTurnConfig)> {
     };
     vec![
         (
-            "reference (ENABLE_ALL, sequential)",
+            "reference (ENABLE_ALL, sequential, ONNX Runtime's QLinearSoftmax)",
             with(all, reference.clone()),
         ),
         (

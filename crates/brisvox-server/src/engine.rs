@@ -423,6 +423,17 @@ fn smart_turn_source(agent: &AgentSettings) -> Result<VerdictSource, EngineSetup
         what: "Smart Turn v3.2",
         reason: e.to_string(),
     })?;
+    let model = service.model();
+    match model.softmax_fallback() {
+        None => tracing::info!(
+            exact_softmax_nodes = model.exact_softmax_nodes(),
+            "Smart Turn attention softmax on brisvox's kernel (ONNX Runtime's output, bit for bit)"
+        ),
+        Some(why) => tracing::warn!(
+            reason = why,
+            "Smart Turn attention softmax left on ONNX Runtime's kernel (same output, more CPU)"
+        ),
+    }
     Ok(VerdictSource::Service(service))
 }
 

@@ -6,7 +6,9 @@
 //!   bit-for-bit the numbers Pipecat's numpy reference gives (goldens in
 //!   `tests/golden/smart_turn/`).
 //! - [`model`]: the ONNX Runtime session(s), loaded once per process, with the
-//!   execution settings that reproduce the reference probabilities.
+//!   execution settings that reproduce the reference probabilities; its
+//!   attention softmax runs on our own kernel, bit for bit ONNX Runtime's
+//!   (`qsoftmax.rs`).
 //! - [`ring`]: each call's last 8 s of audio, and where the current turn began,
 //!   so a snapshot covers the span Pipecat would analyse.
 //! - [`service`]: the executor, a pool of its own so analyses never hold up the
@@ -14,6 +16,7 @@
 
 pub mod features;
 pub mod model;
+mod qsoftmax;
 pub mod ring;
 pub mod service;
 
@@ -22,7 +25,7 @@ pub use features::{
 };
 pub use model::{
     COMPLETE_THRESHOLD, DEFAULT_INTRA_THREADS, GraphOptimization, SessionOptions, SmartTurn,
-    SmartTurnConfig, SmartTurnError, Verdict,
+    SmartTurnConfig, SmartTurnError, SoftmaxKernel, Verdict,
 };
 pub use ring::{
     DEFAULT_PRE_SPEECH_MS, FRAME_SAMPLES, RING_SAMPLES, SmartTurnRing, snapshot_buffer,

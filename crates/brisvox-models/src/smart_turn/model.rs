@@ -8,6 +8,15 @@
 //! those settings the probabilities here are bit-identical to Python onnxruntime on
 //! every golden case, at 1 and 2 intra-op threads (`tests/smart_turn_*`).
 //!
+//! The attention softmax, which ONNX Runtime fuses into its scalar
+//! `QLinearSoftmax` kernel at `ORT_ENABLE_EXTENDED` and above, runs by default on
+//! our own kernel ([`SoftmaxKernel::Exact`], `qsoftmax.rs`): the same numbers bit
+//! for bit in less CPU. The kernel is first checked against ONNX Runtime's own
+//! on this CPU (rows chosen to tell the ways of computing it apart), then the
+//! graph is rewritten in memory; if the check, the rewrite or the session
+//! fails, the shipped graph is loaded instead ([`SmartTurn::exact_softmax_nodes`]
+//! and [`SmartTurn::softmax_fallback`] say which runs and why).
+//!
 //! A [`SmartTurn`] is loaded once per process and shared (`Arc`): it holds one
 //! ONNX Runtime session per *lane* (one by default) with the feature extractor and
 //! the feature buffer that go with it, each lane behind a mutex, so an analysis
@@ -25,6 +34,7 @@ use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
 use ort::value::TensorRef;
 
 use super::features::{FEATURES_LEN, FeatureExtractor, N_FRAMES, N_MELS, WINDOW_SAMPLES};
+use super::qsoftmax;
 use crate::runtime::{self, RuntimeError};
 
 /// Default ONNX Runtime intra-op threads for one analysis.
@@ -75,6 +85,19 @@ impl GraphOptimization {
     }
 }
 
+/// Which kernel runs the attention softmax of the quantised graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SoftmaxKernel {
+    /// brisvox's kernel (the default): bit for bit ONNX Runtime's
+    /// `QLinearSoftmax`, its rows summed in parallel chains and its outputs
+    /// divided in vector registers. Used only where ONNX Runtime would fuse
+    /// the softmax itself ([`GraphOptimization::Extended`] and above).
+    #[default]
+    Exact,
+    /// ONNX Runtime's own `QLinearSoftmax` (the shipped graph as it is).
+    OnnxRuntime,
+}
+
 /// How the Smart Turn model is loaded and run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SmartTurnConfig {
@@ -86,6 +109,8 @@ pub struct SmartTurnConfig {
     pub sessions: usize,
     /// Graph optimisation level; keep the default ([`GraphOptimization::All`]).
     pub graph_optimization: GraphOptimization,
+    /// The attention softmax's kernel; the output is the same either way.
+    pub softmax: SoftmaxKernel,
     /// Whether ONNX Runtime's intra-op workers spin while waiting for work (its
     /// default, true). Spinning buys latency with CPU: at 2 intra-op threads the
     /// idle worker burns tens of ms of CPU after every analysis. Matters only with
@@ -131,6 +156,7 @@ impl Default for SmartTurnConfig {
             intra_threads: DEFAULT_INTRA_THREADS,
             sessions: 1,
             graph_optimization: GraphOptimization::All,
+            softmax: SoftmaxKernel::Exact,
             intra_op_spinning: true,
             model_path: None,
             session: SessionOptions::default(),
@@ -204,6 +230,8 @@ pub struct SmartTurn {
     lanes: Vec<Mutex<Lane>>,
     next_lane: AtomicUsize,
     config: SmartTurnConfig,
+    exact_softmax_nodes: usize,
+    softmax_fallback: Option<String>,
 }
 
 impl std::fmt::Debug for SmartTurn {
@@ -225,21 +253,91 @@ impl SmartTurn {
             Some(p) => p.clone(),
             None => runtime::find_model_file(runtime::SMART_TURN_FILE)?,
         };
+        let fuses_softmax = matches!(
+            config.graph_optimization,
+            GraphOptimization::Extended | GraphOptimization::Layout | GraphOptimization::All
+        );
+        let mut softmax_fallback = None;
+        if config.softmax == SoftmaxKernel::Exact && fuses_softmax {
+            // Any failure here (the kernel differs from ONNX Runtime's on this
+            // CPU, a graph the rewrite does not expect, a session that refuses
+            // it) falls back to the shipped graph below.
+            match Self::exact_lanes(&config, &path) {
+                Ok((lanes, nodes)) => {
+                    return Ok(SmartTurn {
+                        lanes,
+                        next_lane: AtomicUsize::new(0),
+                        config,
+                        exact_softmax_nodes: nodes,
+                        softmax_fallback: None,
+                    });
+                }
+                Err(why) => softmax_fallback = Some(why),
+            }
+        }
         let lanes = (0..config.sessions)
             .map(|_| {
-                let session = session_builder(&config)?.commit_from_file(&path)?;
-                Ok(Mutex::new(Lane {
-                    session,
-                    extractor: FeatureExtractor::new(),
-                    features: vec![0.0; FEATURES_LEN],
-                }))
+                Ok(Lane::new(
+                    session_builder(&config)?.commit_from_file(&path)?,
+                ))
             })
             .collect::<Result<Vec<_>, SmartTurnError>>()?;
         Ok(SmartTurn {
             lanes,
             next_lane: AtomicUsize::new(0),
             config,
+            exact_softmax_nodes: 0,
+            softmax_fallback,
         })
+    }
+
+    /// Sessions on the graph with its softmaxes on our kernel, and how many
+    /// nodes that is; why not, when it cannot be used.
+    fn exact_lanes(
+        config: &SmartTurnConfig,
+        path: &std::path::Path,
+    ) -> Result<(Vec<Mutex<Lane>>, usize), String> {
+        qsoftmax::check_against_onnx_runtime()?;
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (graph, nodes) = qsoftmax::rewrite_model(&bytes).map_err(|e| e.to_string())?;
+        if nodes == 0 {
+            return Err("the graph has no quantised softmax to run".to_owned());
+        }
+        let lanes = (0..config.sessions)
+            .map(|_| {
+                let session = session_builder(config)
+                    .map_err(|e| e.to_string())?
+                    .with_operators(qsoftmax::domain().map_err(|e| e.to_string())?)
+                    .map_err(|e| e.to_string())?
+                    .commit_from_memory(&graph)
+                    .map_err(|e| e.to_string())?;
+                Ok(Lane::new(session))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok((lanes, nodes))
+    }
+
+    /// Why the attention softmax runs on ONNX Runtime's kernel although
+    /// [`SoftmaxKernel::Exact`] was asked for (at a level that fuses it): the
+    /// check against ONNX Runtime's kernel on this CPU failed, or the rewritten
+    /// graph could not be loaded. `None` when it was not asked for or is in use.
+    pub fn softmax_fallback(&self) -> Option<&str> {
+        self.softmax_fallback.as_deref()
+    }
+
+    /// Whether brisvox's softmax kernel gives ONNX Runtime's on this CPU, byte
+    /// for byte, on rows chosen to tell the ways of computing it apart; what
+    /// differs otherwise. Run once per process; [`SmartTurn::load`] runs it
+    /// before using the kernel.
+    pub fn exact_softmax_check() -> Result<(), String> {
+        qsoftmax::check_against_onnx_runtime()
+    }
+
+    /// How many attention softmaxes run on our kernel ([`SoftmaxKernel::Exact`]):
+    /// 4 for Smart Turn v3.2 by default; 0 when ONNX Runtime runs them (asked
+    /// for, an optimisation level that does not fuse them, or the fallback).
+    pub fn exact_softmax_nodes(&self) -> usize {
+        self.exact_softmax_nodes
     }
 
     /// The configuration in use (thread and session counts raised to at least 1).
@@ -338,6 +436,14 @@ fn lock(lane: &Mutex<Lane>) -> MutexGuard<'_, Lane> {
 }
 
 impl Lane {
+    fn new(session: Session) -> Mutex<Lane> {
+        Mutex::new(Lane {
+            session,
+            extractor: FeatureExtractor::new(),
+            features: vec![0.0; FEATURES_LEN],
+        })
+    }
+
     fn analyze(&mut self, pcm: &[i16]) -> Result<Verdict, SmartTurnError> {
         let started = Instant::now();
         // `features` is allocated with FEATURES_LEN values, the only error case.
