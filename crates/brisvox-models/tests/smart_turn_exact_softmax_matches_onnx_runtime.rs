@@ -152,3 +152,24 @@ fn the_kernel_runs_only_where_onnx_runtime_would_fuse_the_softmax() {
         assert_eq!(a.to_bits(), b.to_bits(), "{}: {a} vs {b}", case.name);
     }
 }
+
+/// A model without a quantised softmax to rewrite (here Silero's graph given as
+/// the Smart Turn file) loads on ONNX Runtime's kernels, and the load says why.
+#[test]
+fn a_graph_without_a_quantised_softmax_loads_as_shipped_and_says_why() {
+    if !models_available("a_graph_without_a_quantised_softmax_loads_as_shipped_and_says_why") {
+        return;
+    }
+    let silero = brisvox_models::runtime::find_model_file(brisvox_models::runtime::SILERO_VAD_FILE)
+        .expect("the Silero model is fetched with Smart Turn's");
+    let model = SmartTurn::load(SmartTurnConfig {
+        model_path: Some(silero),
+        ..SmartTurnConfig::default()
+    })
+    .expect("ONNX Runtime loads the graph as it is");
+    assert_eq!(model.exact_softmax_nodes(), 0);
+    let why = model.softmax_fallback().expect("a reason");
+    if SmartTurn::exact_softmax_check().is_ok() {
+        assert!(why.contains("no quantised softmax"), "{why}");
+    }
+}

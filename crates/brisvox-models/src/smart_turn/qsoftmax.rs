@@ -808,6 +808,32 @@ mod tests {
     }
 
     #[test]
+    fn bytes_that_are_not_a_model_are_an_error_and_a_model_without_softmax_is_unchanged() {
+        assert!(rewrite_model(&[0xff, 0xff, 0xff]).is_err());
+        assert!(
+            rewrite_model(b"\x3a\x05abc").is_err(),
+            "a graph field that runs past the end"
+        );
+        // A model whose graph holds one Relu node: nothing to rewrite.
+        let mut node = Message::default();
+        for (n, v) in [
+            (NODE_INPUT, "x"),
+            (NODE_OUTPUT, "y"),
+            (NODE_OP_TYPE, "Relu"),
+        ] {
+            node.fields.push((n, Value::Bytes(v.as_bytes().to_vec())));
+        }
+        let mut graph = Message::default();
+        graph.fields.push((GRAPH_NODE, Value::Bytes(node.encode())));
+        let mut model = Message::default();
+        model
+            .fields
+            .push((MODEL_GRAPH, Value::Bytes(graph.encode())));
+        let bytes = model.encode();
+        assert_eq!(rewrite_model(&bytes), Ok((bytes.clone(), 0)));
+    }
+
+    #[test]
     fn a_row_sums_to_about_one_in_the_output_scale() {
         let params = Params::new(0.2, 1.0 / 256.0, 0, 400);
         let x: Vec<u8> = (0..400).map(|i| (i % 200) as u8).collect();
