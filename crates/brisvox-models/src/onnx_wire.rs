@@ -26,19 +26,27 @@ pub(crate) enum OnnxWireError {
     Structure(String),
 }
 
-/// `ModelProto.graph`.
+/// `ModelProto.graph`, `.opset_import`.
 pub(crate) const MODEL_GRAPH: u32 = 7;
-/// `GraphProto.node`.
+const MODEL_OPSET_IMPORT: u32 = 8;
+/// `OperatorSetIdProto.domain`, `.version`.
+const OPSET_DOMAIN: u32 = 1;
+const OPSET_VERSION: u32 = 2;
+/// `GraphProto.node`, `.output`.
 pub(crate) const GRAPH_NODE: u32 = 1;
-/// `NodeProto.input`, `.output`, `.name`, `.op_type`, `.attribute`.
+pub(crate) const GRAPH_OUTPUT: u32 = 12;
+/// `ValueInfoProto.name`.
+pub(crate) const VALUE_INFO_NAME: u32 = 1;
+/// `NodeProto.input`, `.output`, `.name`, `.op_type`, `.attribute`, `.domain`.
 pub(crate) const NODE_INPUT: u32 = 1;
 pub(crate) const NODE_OUTPUT: u32 = 2;
 pub(crate) const NODE_NAME: u32 = 3;
 pub(crate) const NODE_OP_TYPE: u32 = 4;
 pub(crate) const NODE_ATTRIBUTE: u32 = 5;
+pub(crate) const NODE_DOMAIN: u32 = 7;
 /// `AttributeProto.name`, `.i`, `.t`, `.g`, `.ints`, `.type`.
 pub(crate) const ATTR_NAME: u32 = 1;
-const ATTR_I: u32 = 3;
+pub(crate) const ATTR_I: u32 = 3;
 pub(crate) const ATTR_T: u32 = 5;
 pub(crate) const ATTR_G: u32 = 6;
 const ATTR_INTS: u32 = 8;
@@ -194,7 +202,7 @@ impl Message {
     }
 
     /// The first varint value of field `number`.
-    fn varint(&self, number: u32) -> Option<u64> {
+    pub(crate) fn varint(&self, number: u32) -> Option<u64> {
         self.fields.iter().find_map(|(n, v)| match v {
             Value::Varint(x) if *n == number => Some(*x),
             _ => None,
@@ -295,8 +303,29 @@ fn attribute(attr: &Attr<'_>) -> Vec<u8> {
     a.encode()
 }
 
-/// An encoded `NodeProto` of the default domain.
+/// An encoded `NodeProto` of the default domain, named after its first output.
 pub(crate) fn node(op: &str, inputs: &[&str], outputs: &[&str], attrs: &[Attr<'_>]) -> Vec<u8> {
+    node_message(op, inputs, outputs, attrs).encode()
+}
+
+/// An encoded `NodeProto` of operator `op` of custom `domain` (register the
+/// domain with [`add_opset_import`]), named after its first output. An
+/// absent optional input is the empty name.
+pub(crate) fn custom_node(domain: &str, op: &str, inputs: &[&str], outputs: &[&str]) -> Vec<u8> {
+    let mut n = node_message(op, inputs, outputs, &[]);
+    n.push_bytes(NODE_DOMAIN, domain);
+    n.encode()
+}
+
+/// `model` (a decoded `ModelProto`) with an opset import of `domain` at `version`.
+pub(crate) fn add_opset_import(model: &mut Message, domain: &str, version: u64) {
+    let mut opset = Message::default();
+    opset.push_bytes(OPSET_DOMAIN, domain);
+    opset.push_varint(OPSET_VERSION, version);
+    model.push_bytes(MODEL_OPSET_IMPORT, opset.encode());
+}
+
+fn node_message(op: &str, inputs: &[&str], outputs: &[&str], attrs: &[Attr<'_>]) -> Message {
     let mut n = Message::default();
     for i in inputs {
         n.push_bytes(NODE_INPUT, *i);
@@ -309,7 +338,7 @@ pub(crate) fn node(op: &str, inputs: &[&str], outputs: &[&str], attrs: &[Attr<'_
     for a in attrs {
         n.push_bytes(NODE_ATTRIBUTE, attribute(a));
     }
-    n.encode()
+    n
 }
 
 fn constant_node(output: &str, tensor: Vec<u8>) -> Vec<u8> {

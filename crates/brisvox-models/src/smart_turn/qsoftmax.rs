@@ -3,11 +3,10 @@
 //!
 //! At `ORT_ENABLE_EXTENDED` and above, ONNX Runtime fuses each attention
 //! softmax of the quantised graph (`DequantizeLinear -> Softmax ->
-//! QuantizeLinear`, uint8 in and out) into its contrib kernel `QLinearSoftmax`.
-//! That kernel is plain scalar C++: per row of 400 scores it takes the maximum,
-//! sums a 256-entry table of exponentials in one dependent chain of float
-//! additions, then divides each entry by the sum one element at a time. Its
-//! four nodes took about a quarter to a third of the model's kernel time in
+//! QuantizeLinear`, uint8 in and out) into its contrib kernel `QLinearSoftmax`:
+//! per row of 400 scores the maximum, the sum of a 256-entry table of
+//! exponentials in one dependent chain of float additions, then one division
+//! per element. Its four nodes took about a quarter to a third of the model's kernel time in
 //! ONNX Runtime's profiler on the build machines
 //! (`bench/results/smart-turn-runtimes.md`).
 //!
@@ -27,9 +26,8 @@
 //!   element. That is what the onnxruntime 1.32 library gives on the machines
 //!   checked (0 differences over the 61 million softmax outputs of the golden
 //!   cases and over random rows), where a float quotient differs on about one
-//!   output in ten million. IEEE multiplication, division and rounding give
-//!   the same bits in vector registers as in scalar ones, so this part runs
-//!   vectorised (AVX2 when the CPU has it).
+//!   output in ten million. Here it is computed once per value present in the
+//!   row, not per element (`quantise_row`), with AVX2 when the CPU has it.
 //!
 //! ONNX Runtime picks its kernels by CPU, and other ways of computing this
 //! softmax (a float quotient, halves away from zero, sums over vector lanes)
@@ -41,7 +39,7 @@
 //!
 //! [`rewrite_model`] replaces each such triple in the model's graph with one
 //! node of the custom domain [`DOMAIN`], and [`domain`] gives ONNX Runtime the
-//! kernel for it. `tests/smart_turn_exact_softmax.rs` holds the model's output
+//! kernel for it. `tests/smart_turn_exact_softmax_matches_onnx_runtime.rs` holds the model's output
 //! to ONNX Runtime's own, bit for bit, on every golden case; the unit tests
 //! below hold [`softmax_rows`] to a literal transcription of the scalar kernel
 //! on random rows. ONNX Runtime's input zero point does not enter its kernel
@@ -57,27 +55,15 @@ use ort::operator::{
 use ort::value::TensorElementType;
 
 use crate::onnx_wire::{
-    ATTR_NAME, GRAPH_NODE, MODEL_GRAPH, Message, NODE_ATTRIBUTE, NODE_INPUT, NODE_NAME,
-    NODE_OP_TYPE, NODE_OUTPUT, OnnxWireError, Value,
+    ATTR_I, ATTR_NAME, GRAPH_NODE, GRAPH_OUTPUT, MODEL_GRAPH, Message, NODE_ATTRIBUTE, NODE_DOMAIN,
+    NODE_INPUT, NODE_OP_TYPE, NODE_OUTPUT, OnnxWireError, VALUE_INFO_NAME, Value, add_opset_import,
+    custom_node,
 };
 
 /// The custom operator domain of the rewritten graph.
 pub(crate) const DOMAIN: &str = "ai.brisvox";
 /// The custom operator's name.
 pub(crate) const OP: &str = "QLinearSoftmaxExact";
-
-/// `NodeProto.domain`.
-const NODE_DOMAIN: u32 = 7;
-/// `GraphProto.output`.
-const GRAPH_OUTPUT: u32 = 12;
-/// `ModelProto.opset_import`, and `OperatorSetIdProto.domain`, `.version`.
-const MODEL_OPSET_IMPORT: u32 = 8;
-const OPSET_DOMAIN: u32 = 1;
-const OPSET_VERSION: u32 = 2;
-/// `ValueInfoProto.name`.
-const VALUE_INFO_NAME: u32 = 1;
-/// `AttributeProto.i`.
-const ATTR_I: u32 = 3;
 
 /// Rows summed at once (independent chains of additions).
 const ROWS_AT_ONCE: usize = 8;
@@ -97,9 +83,9 @@ impl Params {
     /// output quantised with `y_scale` and `y_zero_point`.
     pub(crate) fn new(x_scale: f32, y_scale: f32, y_zero_point: u8, row_len: usize) -> Params {
         // ONNX Runtime: log(FLT_MAX / reduce_len), the quotient and its log in
-        // float (the float overload of `log`; the double one gives a table
-        // that differs in one output of a million: `scripts/goldens/qsoftmax_probe.py`),
-        // then in double less 5 reserve bits, floored at 0, over the scale.
+        // float (a log in double gives a table that differed from the library's
+        // in one output of a million on random rows), then in double less 5
+        // reserve bits, floored at 0, over the scale.
         let largest = f32::MAX / row_len as f32;
         let shift = (f64::from(largest.ln()) - 5.0).max(0.0) / f64::from(x_scale);
         let mut table = [0.0f32; 256];
@@ -304,7 +290,9 @@ impl Operator for QLinearSoftmaxExact {
     }
 
     fn create_kernel<'attr>(&self, _: &KernelContext<'attr>) -> ort::Result<Self::Kernel<'attr>> {
-        let mut cache: HashMap<(u32, u32, u8, usize), Params> = HashMap::new();
+        // The scales are the node's constants: one set of parameters, made on
+        // the first run (and again only if an input scale ever changed).
+        let mut cache: Option<((u32, u32, u8, usize), Params)> = None;
         Ok(Box::new(move |ctx: &ComputeContext| {
             let x = ctx.input(0)?.ok_or_else(|| missing("x"))?;
             let (shape, xs) = x.try_extract_tensor::<u8>()?;
@@ -329,9 +317,10 @@ impl Operator for QLinearSoftmaxExact {
                 )));
             }
             let key = (x_scale.to_bits(), y_scale.to_bits(), y_zero_point, row_len);
-            let params = cache
-                .entry(key)
-                .or_insert_with(|| Params::new(x_scale, y_scale, y_zero_point, row_len));
+            if cache.as_ref().is_none_or(|(k, _)| *k != key) {
+                cache = Some((key, Params::new(x_scale, y_scale, y_zero_point, row_len)));
+            }
+            let (_, params) = cache.as_ref().expect("set just above");
             softmax_rows(params, xs, ys, row_len);
             Ok(())
         }))
@@ -494,12 +483,8 @@ impl Node {
             .bytes(NODE_ATTRIBUTE)
             .filter_map(|a| Message::decode(a).ok())
             .find(|a| a.string(ATTR_NAME) == Some(name))
-            .and_then(|a| {
-                a.fields.iter().find_map(|(n, v)| match v {
-                    Value::Varint(i) if *n == ATTR_I => Some(*i as i64),
-                    _ => None,
-                })
-            })
+            .and_then(|a| a.varint(ATTR_I))
+            .map(|i| i as i64)
     }
 }
 
@@ -528,13 +513,7 @@ pub(crate) fn rewrite_model(model: &[u8]) -> Result<(Vec<u8>, usize), OnnxWireEr
     if replaced == 0 {
         return Ok((model.to_vec(), 0));
     }
-    let mut opset = Message::default();
-    opset
-        .fields
-        .push((OPSET_DOMAIN, Value::Bytes(DOMAIN.as_bytes().to_vec())));
-    opset.fields.push((OPSET_VERSION, Value::Varint(1)));
-    msg.fields
-        .push((MODEL_OPSET_IMPORT, Value::Bytes(opset.encode())));
+    add_opset_import(&mut msg, DOMAIN, 1);
     Ok((msg.encode(), replaced))
 }
 
@@ -611,33 +590,18 @@ fn rewrite_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), OnnxWireError> {
         if dq_in.len() < 2 || q_in.len() < 2 || q_out.len() != 1 {
             continue;
         }
-        let at = |v: &Vec<&str>, i: usize| v.get(i).copied().unwrap_or("").to_owned();
+        let input = |v: &Vec<&str>, i: usize| v.get(i).copied().unwrap_or("").to_owned();
         let inputs = [
-            at(&dq_in, 0),
-            at(&dq_in, 1),
-            at(&dq_in, 2),
-            at(&q_in, 1),
-            at(&q_in, 2),
+            input(&dq_in, 0),
+            input(&dq_in, 1),
+            input(&dq_in, 2),
+            input(&q_in, 1),
+            input(&q_in, 2),
         ];
-        let name = softmax.msg.string(NODE_NAME).unwrap_or("softmax");
-        let mut node = Message::default();
-        for input in &inputs {
-            node.fields
-                .push((NODE_INPUT, Value::Bytes(input.as_bytes().to_vec())));
-        }
-        node.fields
-            .push((NODE_OUTPUT, Value::Bytes(q_out[0].as_bytes().to_vec())));
-        node.fields.push((
-            NODE_NAME,
-            Value::Bytes(format!("{name}_exact").into_bytes()),
-        ));
-        node.fields
-            .push((NODE_OP_TYPE, Value::Bytes(OP.as_bytes().to_vec())));
-        node.fields
-            .push((NODE_DOMAIN, Value::Bytes(DOMAIN.as_bytes().to_vec())));
+        let inputs = inputs.each_ref().map(String::as_str);
         fate.insert(d, None);
         fate.insert(s, None);
-        fate.insert(q, Some(node.encode()));
+        fate.insert(q, Some(custom_node(DOMAIN, OP, &inputs, &q_out)));
     }
     let replaced = fate.values().filter(|f| f.is_some()).count();
     if replaced == 0 {
@@ -668,8 +632,8 @@ fn rewrite_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), OnnxWireError> {
 mod tests {
     use super::*;
 
-    /// ONNX Runtime's uint8 kernel transcribed literally: one row at a time,
-    /// one element at a time (halves rounded away from zero, as the library does).
+    /// What ONNX Runtime's uint8 kernel computes, literally: one row at a
+    /// time, one element at a time, the quotient in double, halves to even.
     fn reference(params: &Params, x: &[u8], row_len: usize) -> Vec<u8> {
         let mut y = Vec::with_capacity(x.len());
         for row in x.chunks_exact(row_len) {

@@ -68,11 +68,12 @@ pub fn start_mock_server() -> (Server, tempfile::NamedTempFile) {
     (start_server(&["--agent", &path]), agent)
 }
 
-/// The JSON log lines a server wrote after it started listening.
+/// The JSON log lines a server wrote, from its start.
 pub type Logs = std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>;
 
-/// [`start_server`] with environment variables `env` set, its later JSON log
-/// lines collected into `logs` when given.
+/// [`start_server`] with environment variables `env` set, its JSON log lines
+/// (those before it listened, then the later ones as they come) collected
+/// into `logs` when given.
 pub fn start_server_with(args: &[&str], env: &[(&str, &str)], logs: Option<Logs>) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_brisvox"))
         .args(["serve", "--bind", "127.0.0.1:0", "--log-format", "json"])
@@ -89,6 +90,9 @@ pub fn start_server_with(args: &[&str], env: &[(&str, &str)], logs: Option<Logs>
             .expect("the server logs until it listens")
             .expect("utf-8 log line");
         let v: serde_json::Value = serde_json::from_str(&line).expect("JSON log lines");
+        if let Some(logs) = &logs {
+            logs.lock().expect("log lock").push(v.clone());
+        }
         if v["fields"]["message"] == "listening" {
             break v["fields"]["local_addr"]
                 .as_str()
