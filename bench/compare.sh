@@ -24,6 +24,10 @@
 #   FIXTURES_POISSON_MODELS [fixtures/librivox_0870.wav,fixtures/librivox_0890.wav,fixtures/en_pause_in_sentence.wav,fixtures/phone_vm_sorry_16k.wav]
 #       (utterances Smart Turn v3.2 scores complete: bench/pipecat_baseline/README.md)
 #   FIXTURES_POISSON_NO_MODELS [fixtures/en_two_utterances.wav,fixtures/en_long_question.wav,fixtures/librivox_0870.wav]
+#   FRAME_MS [40]    the duration of each server's audio messages, asked for in start's
+#       frame_ms on both systems (brisvox-bench capacity --frame-ms): 40 ms is what
+#       Pipecat's websocket transports send unasked (audio_out_10ms_chunks = 4); both
+#       servers send 20 ms messages with FRAME_MS=20
 #   SERVER_CORE [0] CLIENT_CORE [1] PORT [18931]
 #   LOAD_MAX [2.5]   wait up to 10 min for the 1-minute load average to fall below this
 #   MAX_CALLS [4096] brisvox's [limits] max_calls (see agent-<mode>.toml in the output)
@@ -44,7 +48,7 @@ while [ $# -gt 0 ]; do
     --runs) runs="$2"; shift 2 ;;
     --modes) modes="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -58,6 +62,7 @@ max_run_s="${MAX_RUN_S:-300}"
 fx_models="${FIXTURE_MODELS:-fixtures/librivox_0870.wav}"
 fx_nomodels="${FIXTURE_NO_MODELS:-fixtures/en_two_utterances.wav}"
 arrivals="${ARRIVALS:-aligned}"
+frame_ms="${FRAME_MS:-40}"
 seed="${SEED:-1}"
 fxs_models="${FIXTURES_POISSON_MODELS:-fixtures/librivox_0870.wav,fixtures/librivox_0890.wav,fixtures/en_pause_in_sentence.wav,fixtures/phone_vm_sorry_16k.wav}"
 fxs_nomodels="${FIXTURES_POISSON_NO_MODELS:-fixtures/en_two_utterances.wav,fixtures/en_long_question.wav,fixtures/librivox_0870.wav}"
@@ -110,6 +115,7 @@ mkdir -p "$out"
   echo "- pipecat-ai $pipecat_version, $("$py" --version 2>&1)"
   echo "- commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates Cargo.toml Cargo.lock || echo ' + uncommitted changes under crates/'), build: $([ "${SKIP_BUILD:-0}" = 1 ] && echo 'existing target/release (SKIP_BUILD=1)' || echo 'cargo build --release by this script')"
   echo "- server on core $score, load generator on core $ccore (taskset -c)"
+  echo "- both servers asked for ${frame_ms} ms audio messages (start's frame_ms; brisvox-bench capacity --frame-ms)"
 } > "$out/header.txt"
 
 # brisvox's agent files: bench/agents/mock-<mode>.toml with [limits] max_calls raised from
@@ -173,7 +179,7 @@ run_one() { # system mode k
   timeout --kill-after=10 "$((run_max_s + 300))" \
     taskset -c "$ccore" target/release/brisvox-bench capacity --url "ws://127.0.0.1:$port/call" \
     --server-pid "$server_pid" --fixture "$fixture" --steps "$run_steps" --resolution "$res" \
-    --max-run-s "$run_max_s" --client-workers 1 "${floor[@]}" "${arrive[@]}" "${metrics[@]}" --label "$label" \
+    --max-run-s "$run_max_s" --client-workers 1 --frame-ms "$frame_ms" "${floor[@]}" "${arrive[@]}" "${metrics[@]}" --label "$label" \
     --out "$out/$name" || echo "compare: $name: capacity exited with $?" >&2
   stop_server
   # keep the log short in the repository: the last lines only

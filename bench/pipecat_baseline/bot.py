@@ -462,13 +462,25 @@ STATS = {"calls": 0, "llm_requests": 0, "llm_cancelled": 0, "llm_cancelled_befor
 
 
 async def handshake(ws: WebSocket):
-    """Reads `start`, answers `started`; returns the sample rate or None."""
+    """Reads `start`, answers `started`; returns (sample rate, frame ms) or None.
+
+    `frame_ms` (10, 20 or 40; 20 when absent, as in the brisvox protocol) sets the
+    duration of the audio messages sent back: Pipecat's `audio_out_10ms_chunks`.
+    """
     try:
         msg = json.loads(await asyncio.wait_for(ws.receive_text(), timeout=10))
     except Exception:
         await ws.close(code=1002)
         return None
     rate = msg.get("sample_rate")
+    frame_ms = msg.get("frame_ms", 20)
+    if frame_ms is None:
+        frame_ms = 20
+    if frame_ms not in (10, 20, 40) or isinstance(frame_ms, bool):
+        await ws.send_text(json.dumps({"type": "error", "code": "invalid_field", "message": "start.frame_ms must be 10, 20 or 40"}))
+        await ws.send_text('{"type":"end","reason":"protocol_error"}')
+        await ws.close(code=1002)
+        return None
     if msg.get("type") != "start" or msg.get("codec") != "pcm16" or rate not in SUPPORTED_RATES:
         await ws.send_text(json.dumps({"type": "error", "code": "unsupported", "message": "pcm16 start only"}))
         await ws.send_text('{"type":"end","reason":"protocol_error"}')
@@ -476,17 +488,19 @@ async def handshake(ws: WebSocket):
         return None
     started = {
         "type": "started", "protocol_version": 1, "call_id": msg.get("call_id", ""), "codec": "pcm16",
-        "sample_rate": rate, "providers": {"stt": "mock", "llm": "mock", "tts": "mock"}, "mock": True,
+        "sample_rate": rate, "frame_ms": frame_ms, "providers": {"stt": "mock", "llm": "mock", "tts": "mock"},
+        "mock": True,
     }
     await ws.send_text(json.dumps(started))
-    return rate
+    return rate, frame_ms
 
 
 async def run_call(ws: WebSocket):
     await ws.accept()
-    rate = await handshake(ws)
-    if rate is None:
+    opened = await handshake(ws)
+    if opened is None:
         return
+    rate, frame_ms = opened
     STATS["calls"] += 1
     serializer = BrisvoxProtocolSerializer(rate)
     transport = FastAPIWebsocketTransport(
@@ -494,6 +508,7 @@ async def run_call(ws: WebSocket):
         params=FastAPIWebsocketParams(
             audio_in_enabled=True, audio_out_enabled=True, audio_in_sample_rate=rate, audio_out_sample_rate=rate,
             add_wav_header=False, serializer=serializer, audio_out_end_silence_secs=0,
+            audio_out_10ms_chunks=frame_ms // 10,
         ),
     )
     counting = os.environ.get(COUNT_ENV) == "1"

@@ -150,7 +150,8 @@ impl EngineCallHandler {
 
 impl CallHandler for EngineCallHandler {
     fn run_call(&self, start: CallStart, mut edge: RouteEdge) -> CallFuture {
-        let config = engine_config(&start.agent, start.output_sample_rate_hz);
+        let mut config = engine_config(&start.agent, start.output_sample_rate_hz);
+        config.output_frame_ms = start.output_frame_ms;
         for observer in &self.observers {
             edge.events.observe(Arc::clone(observer));
         }

@@ -20,7 +20,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use brisvox_audio::OutputFramer;
-use brisvox_audio::framer::DEFAULT_FRAME_MS;
 use brisvox_core::Epoch;
 use brisvox_core::frame::INTERNAL_RATE_HZ;
 use brisvox_engine::{
@@ -92,6 +91,10 @@ pub struct CallStart {
     /// transport's rate); frames at any other rate are dropped, never
     /// resampled on the writer.
     pub output_sample_rate_hz: u32,
+    /// The duration of each frame the route's writer takes, in milliseconds:
+    /// what the client asked for on `/call` (`start`'s `frame_ms`), 20 on
+    /// every other route.
+    pub output_frame_ms: u32,
 }
 
 /// The handler could not run the call.
@@ -127,10 +130,10 @@ pub struct EchoCallHandler;
 impl CallHandler for EchoCallHandler {
     fn run_call(&self, start: CallStart, mut edge: RouteEdge) -> CallFuture {
         Box::pin(async move {
-            let out_hz = start.output_sample_rate_hz;
+            let (out_hz, out_ms) = (start.output_sample_rate_hz, start.output_frame_ms);
             // Built off the workers, as the engine builds its framer.
             let framer = tokio::task::spawn_blocking(move || {
-                OutputFramer::new(INTERNAL_RATE_HZ, out_hz, DEFAULT_FRAME_MS)
+                OutputFramer::new(INTERNAL_RATE_HZ, out_hz, out_ms)
             })
             .await;
             let mut framer = match framer {

@@ -18,6 +18,7 @@ use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use brisvox_audio::framer::DEFAULT_FRAME_MS;
 use brisvox_core::{AudioFrame, Epoch};
 use brisvox_engine::{Control, DtmfDigit};
 use brisvox_transport::brisvox_ws::{MAX_CALL_ID_BYTES, ServerEvent};
@@ -329,6 +330,7 @@ async fn run(state: Arc<AppState>, permit: CallPermit, shared: Arc<Shared>, requ
         metadata: request.metadata,
         agent: state.agent.clone(),
         output_sample_rate_hz: OUTPUT_RATE_HZ,
+        output_frame_ms: DEFAULT_FRAME_MS,
     };
     let wire = PeerWire {
         shared: shared.clone(),

@@ -154,7 +154,9 @@ pub(crate) async fn run(socket: WebSocket, state: Arc<AppState>, permit: CallPer
     send_event(&mut sink, &started_event(&info, &state)).await;
     let codec = info.codec;
     let start = call_start(info, &state);
-    let bytes = Vec::with_capacity(codec.frame_bytes(start.output_sample_rate_hz));
+    // One outgoing frame's bytes (`frame_bytes` is 20 ms of audio).
+    let per_20ms = codec.frame_bytes(start.output_sample_rate_hz);
+    let bytes = Vec::with_capacity(per_20ms * start.output_frame_ms as usize / 20);
     let wire = BrisvoxWire { sink, codec, bytes };
     drive_call(&state, start, permit, wire, |io| {
         read_loop(stream, decoder, inbound, io)
@@ -168,14 +170,15 @@ fn started_event(info: &StartInfo, state: &AppState) -> ServerEvent {
         call_id: info.call_id.clone(),
         codec: info.codec,
         sample_rate: info.sample_rate_hz,
+        frame_ms: info.frame_ms,
         providers: state.agent.providers(),
         mock: state.agent.uses_mock(),
     }
 }
 
 fn call_start(info: StartInfo, state: &AppState) -> CallStart {
-    let (codec, rate) = (info.codec, info.sample_rate_hz);
-    tracing::info!(call_id = %info.call_id, codec = codec.as_str(), rate, "call started");
+    let (codec, rate, frame_ms) = (info.codec, info.sample_rate_hz, info.frame_ms);
+    tracing::info!(call_id = %info.call_id, codec = codec.as_str(), rate, frame_ms, "call started");
     CallStart {
         call_id: info.call_id,
         transport: CallTransport::BrisvoxWs {
@@ -185,6 +188,7 @@ fn call_start(info: StartInfo, state: &AppState) -> CallStart {
         metadata: info.metadata,
         agent: state.agent.clone(),
         output_sample_rate_hz: rate,
+        output_frame_ms: info.frame_ms,
     }
 }
 

@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket};
+use brisvox_audio::framer::DEFAULT_FRAME_MS;
 use brisvox_core::{AudioFrame, Epoch};
 use brisvox_engine::{Control, DtmfDigit, PlayoutConfirmations};
 use brisvox_transport::brisvox_ws::ServerEvent;
@@ -404,6 +405,7 @@ fn call_start(start: &StreamStart, state: &AppState) -> CallStart {
         metadata,
         agent: state.agent.clone(),
         output_sample_rate_hz: start.format.sample_rate_hz,
+        output_frame_ms: DEFAULT_FRAME_MS,
     }
 }
 

@@ -11,6 +11,7 @@ fn start(codec: AudioCodec, rate: u32) -> String {
         sample_rate_hz: rate,
         call_id: "sweep".into(),
         metadata: Default::default(),
+        frame_ms: 20,
     })
     .to_json()
 }

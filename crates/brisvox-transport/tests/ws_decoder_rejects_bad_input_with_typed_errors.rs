@@ -79,6 +79,12 @@ fn missing_and_invalid_start_fields() {
         ("call_id", r#""""#),
         ("metadata", "[]"),
         ("protocol_version", "-1"),
+        ("frame_ms", "30"),
+        ("frame_ms", "0"),
+        ("frame_ms", "60"),
+        ("frame_ms", "20.5"),
+        ("frame_ms", r#""20""#),
+        ("frame_ms", "4294967316"),
     ];
     for (field, value) in cases {
         let err = text(
@@ -236,4 +242,25 @@ fn messages_after_end() {
         DecodeError::AfterEnd
     );
     assert_eq!(text(&mut dec, START).unwrap_err(), DecodeError::AfterEnd);
+}
+
+#[test]
+fn frame_ms_is_optional_and_names_the_servers_message_size() {
+    let info = |t: &str| match text(&mut ClientMessageDecoder::default(), t) {
+        Ok(ClientEvent::Start(info)) => info,
+        other => panic!("{t}: {other:?}"),
+    };
+    assert_eq!(info(START).frame_ms, 20);
+    assert_eq!(info(&start_with("frame_ms", "null")).frame_ms, 20);
+    for ms in [10, 20, 40] {
+        assert_eq!(info(&start_with("frame_ms", &ms.to_string())).frame_ms, ms);
+    }
+    let err = text(
+        &mut ClientMessageDecoder::default(),
+        &start_with("frame_ms", "30"),
+    )
+    .unwrap_err();
+    assert_eq!(err.code(), "invalid_field");
+    assert!(err.is_fatal());
+    assert!(err.to_string().contains("10, 20 or 40"), "{err}");
 }

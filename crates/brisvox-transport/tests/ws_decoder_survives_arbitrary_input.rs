@@ -2,7 +2,7 @@
 //! valid messages round-trip through the encoders.
 
 use brisvox_transport::brisvox_ws::{
-    ClientControl, Providers, SUPPORTED_SAMPLE_RATES_HZ, TurnMetricsMs,
+    ClientControl, Providers, SUPPORTED_FRAME_MS, SUPPORTED_SAMPLE_RATES_HZ, TurnMetricsMs,
 };
 use brisvox_transport::{
     AudioCodec, ClientEvent, ClientMessage, ClientMessageDecoder, ServerEvent, StartInfo,
@@ -40,14 +40,18 @@ fn start_info() -> impl Strategy<Value = StartInfo> {
         proptest::sample::select(SUPPORTED_SAMPLE_RATES_HZ.to_vec()),
         "\\PC{1,40}",
         metadata(),
+        proptest::sample::select(SUPPORTED_FRAME_MS.to_vec()),
     )
-        .prop_map(|(codec, sample_rate_hz, call_id, metadata)| StartInfo {
-            protocol_version: 1,
-            codec,
-            sample_rate_hz,
-            call_id,
-            metadata,
-        })
+        .prop_map(
+            |(codec, sample_rate_hz, call_id, metadata, frame_ms)| StartInfo {
+                protocol_version: 1,
+                codec,
+                sample_rate_hz,
+                call_id,
+                metadata,
+                frame_ms,
+            },
+        )
 }
 
 proptest! {
@@ -82,7 +86,7 @@ proptest! {
         let mut dec = ClientMessageDecoder::default();
         dec.decode(ClientMessage::Text(&ClientControl::start(&StartInfo {
             protocol_version: 1, codec: AudioCodec::Pcm16, sample_rate_hz: 16000,
-            call_id: "x".into(), metadata: Default::default(),
+            call_id: "x".into(), metadata: Default::default(), frame_ms: 20,
         }).to_json())).unwrap();
         let say = ClientControl::Say { text: text.clone(), interrupt: false }.to_json();
         prop_assert_eq!(dec.decode(ClientMessage::Text(&say)).unwrap(), ClientEvent::Say { text, interrupt: false });
@@ -100,7 +104,7 @@ proptest! {
         let m = |i: usize| ms[i].map(f64::from);
         let events = vec![
             ServerEvent::Started {
-                protocol_version: 1, call_id: text.clone(), codec: AudioCodec::Mulaw, sample_rate: 8000,
+                protocol_version: 1, call_id: text.clone(), codec: AudioCodec::Mulaw, sample_rate: 8000, frame_ms: 40,
                 providers: Providers { stt: "mock".into(), llm: "mock".into(), tts: "mock".into() }, mock: flag,
             },
             ServerEvent::Transcript { text: text.clone(), is_final: flag },

@@ -57,6 +57,8 @@ pub(crate) const USAGE: &str =
   --server-pid PID           sample CPU, RSS and PSS of this process tree every 500 ms
   --metrics-url URL          http://127.0.0.1:PORT/metrics: server counters before and after each step
   --response-window-ms MS    reply window after an end of speech (default 6000)
+  --frame-ms MS              ask the server (start's frame_ms) for audio messages of MS: 10, 20
+                             or 40 (default: not asked, the server's default of 20)
   --max-run-s S              the whole run stops after S seconds (default 900)
   --label TEXT               what was measured, in the report
   --out PATH                 writes PATH.md and PATH.json (default: markdown to stdout)
@@ -150,6 +152,7 @@ fn parse(args: &[String]) -> Result<CapacityArgs, String> {
                 a.metrics_url = Some(metrics::parse_url(v).map_err(|e| format!("{e}\n\n{USAGE}"))?)
             }
             "--response-window-ms" => a.call.response_window_ms = parse_num(flag, v)?,
+            "--frame-ms" => a.call.frame_ms = Some(v2v::parse_frame_ms(v)?),
             "--max-run-s" => a.max_run_s = parse_num(flag, v)?,
             "--label" => a.label = v.clone(),
             "--out" => a.out = Some(PathBuf::from(v)),
@@ -577,13 +580,17 @@ fn markdown(
         s.push('\n');
     }
     s.push_str(&format!(
-        "- target: {} ({}); fixture {}, {} rounds per slot, spread {} ms; arrivals {}\n- floor {floor_ms:.1} ms ({floor_source}); a step passes when no call failed, no turn was lost or unclean and p95 V2V <= {limit_ms:.1} ms{}\n\n",
+        "- target: {} ({}); fixture {}, {} rounds per slot, spread {} ms; arrivals {}; {}\n- floor {floor_ms:.1} ms ({floor_source}); a step passes when no call failed, no turn was lost or unclean and p95 V2V <= {limit_ms:.1} ms{}\n\n",
         v2v::redact(&a.call.url),
         if a.label.is_empty() { "no label" } else { &a.label },
         a.fixture.display(),
         a.rounds,
         a.spread_ms,
         arrivals_note(a),
+        match a.call.frame_ms {
+            Some(ms) => format!("start asks for {ms} ms audio messages (frame_ms)"),
+            None => "start names no frame_ms (the server's default)".to_string(),
+        },
         if a.admitted_only {
             " (--admitted-only: over the calls the server admitted; refused calls apart, their slot redialling after a random pause, uniform between 0.5 and 1.5 of the fixture's length)"
         } else {

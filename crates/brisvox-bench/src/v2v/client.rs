@@ -32,6 +32,9 @@ pub(crate) struct CallSettings {
     pub(crate) linger_ms: u64,
     /// Time limit for connecting and for `started`, ms.
     pub(crate) connect_timeout_ms: u64,
+    /// `start`'s `frame_ms` on `/call`: the duration of the server's audio
+    /// messages (`None`: not sent, the server's default of 20 ms).
+    pub(crate) frame_ms: Option<u32>,
     /// The encoding of a call over a carrier's route (`None`: the carrier's
     /// default, [`super::carrier`]); `/call` streams PCM16.
     pub(crate) codec: Option<brisvox_transport::AudioCodec>,
@@ -331,10 +334,13 @@ async fn open(
 ) -> Result<WsStream, String> {
     let limit = Duration::from_millis(settings.connect_timeout_ms);
     let mut ws = connect(settings).await?;
-    let start = serde_json::json!({
+    let mut start = serde_json::json!({
         "type": "start", "protocol_version": 1, "codec": "pcm16",
         "sample_rate": fx.fixture.sidecar.sample_rate_hz, "call_id": call_id,
     });
+    if let Some(ms) = settings.frame_ms {
+        start["frame_ms"] = ms.into();
+    }
     ws.send(Message::text(start.to_string()))
         .await
         .map_err(|e| format!("send start: {e}"))?;

@@ -58,6 +58,8 @@ pub(crate) const USAGE: &str =
                           fixture's rate (default mulaw on Twilio, Telnyx and Plivo,
                           pcm16 on Vonage and Exotel); refused where the carrier does
                           not stream it
+  --frame-ms MS           on /call, ask the server for audio messages of MS (10, 20 or
+                          40; default: not asked, the server's 20)
   --sim                   start the brisvox server in this process (127.0.0.1, a free
                           port) with the agent's mock providers; states the floor
   --route PATH            the route of --sim (default /call; a carrier's needs its
@@ -121,6 +123,7 @@ pub(crate) fn default_call_settings() -> CallSettings {
         response_window_ms: 6000,
         linger_ms: 800,
         connect_timeout_ms: 5000,
+        frame_ms: None,
         codec: None,
         transport: Transport::Url,
     }
@@ -170,6 +173,7 @@ pub(crate) fn parse_with(args: &[String], usage: &str) -> Result<V2vArgs, String
             }
             "--route" => a.route = v.clone(),
             "--codec" => a.call.codec = Some(parse_codec(v)?),
+            "--frame-ms" => a.call.frame_ms = Some(parse_frame_ms(v)?),
             "--transports" => a.transports = parse_transports(v)?,
             "--server-workers" => a.server_workers = parse_num(flag, v)?,
             "--fixture" => a.fixtures.push(PathBuf::from(v)),
@@ -220,6 +224,15 @@ fn parse_transports(v: &str) -> Result<Vec<Transport>, String> {
 }
 
 /// A codec's name, as `--codec` takes it.
+/// `--frame-ms`: the duration of the server's audio messages that `/call`'s
+/// `start` asks for (10, 20 or 40).
+pub(crate) fn parse_frame_ms(v: &str) -> Result<u32, String> {
+    v.parse::<u32>()
+        .ok()
+        .filter(|ms| [10, 20, 40].contains(ms))
+        .ok_or_else(|| format!("bad value for --frame-ms: {v} (10, 20 or 40)"))
+}
+
 fn parse_codec(v: &str) -> Result<AudioCodec, String> {
     [AudioCodec::Mulaw, AudioCodec::Alaw, AudioCodec::Pcm16]
         .into_iter()
@@ -242,8 +255,19 @@ fn wire_line(
                 codec.as_str()
             ));
         }
-        return Ok("- wire: the brisvox protocol, PCM16 at each fixture's rate".into());
+        return Ok(match call.frame_ms {
+            Some(ms) => format!(
+                "- wire: the brisvox protocol, PCM16 at each fixture's rate, the server's audio in {ms} ms messages (start's frame_ms)"
+            ),
+            None => "- wire: the brisvox protocol, PCM16 at each fixture's rate".into(),
+        });
     };
+    if call.frame_ms.is_some() {
+        return Err(format!(
+            "--frame-ms is for /call; /{} frames its audio as the carrier does",
+            c.as_str()
+        ));
+    }
     let mut formats = Vec::new();
     for f in fixtures {
         let rate = f.fixture.sidecar.sample_rate_hz;
@@ -710,6 +734,13 @@ mod tests {
         assert!(codec.unwrap_err().contains("bad value for --codec: opus"));
         let route = parse(&args(&["--sim", "--route", "telnyx"]));
         assert!(route.unwrap_err().contains("bad value for --route"));
+        let a = parse(&args(&["--sim", "--frame-ms", "40"])).unwrap();
+        assert_eq!(a.call.frame_ms, Some(40));
+        assert_eq!(parse(&args(&["--sim"])).unwrap().call.frame_ms, None);
+        for bad in ["30", "0", "x", "-20"] {
+            let err = parse(&args(&["--sim", "--frame-ms", bad])).unwrap_err();
+            assert!(err.contains("bad value for --frame-ms"), "{bad}: {err}");
+        }
     }
 
     #[test]
@@ -759,5 +790,11 @@ mod tests {
             err.contains("/twilio does not stream alaw at 8000 Hz"),
             "{err}"
         );
+        let mut call = default_call_settings();
+        call.frame_ms = Some(40);
+        let line = wire("ws://h:1/call", &call).unwrap();
+        assert!(line.contains("40 ms messages"), "{line}");
+        let err = wire("/telnyx", &call).unwrap_err();
+        assert!(err.contains("--frame-ms is for /call"), "{err}");
     }
 }

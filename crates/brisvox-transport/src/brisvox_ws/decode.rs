@@ -4,8 +4,8 @@ use crate::fields::{self, FieldError, Object};
 use crate::framer::{FrameAssembler, FramerError};
 
 use super::{
-    AudioCodec, DecoderLimits, MAX_CALL_ID_BYTES, PROTOCOL_VERSION, SUPPORTED_SAMPLE_RATES_HZ,
-    StartInfo,
+    AudioCodec, DEFAULT_FRAME_MS, DecoderLimits, MAX_CALL_ID_BYTES, PROTOCOL_VERSION,
+    SUPPORTED_FRAME_MS, SUPPORTED_SAMPLE_RATES_HZ, StartInfo,
 };
 
 /// One websocket message from the client, as the server's socket received it.
@@ -110,8 +110,8 @@ pub enum DecodeError {
         /// The version spoken here.
         supported: u32,
     },
-    /// A `start` with a codec other than `pcm16` or `mulaw`.
-    #[error("codec {codec:?} is not supported (allowed: pcm16, mulaw)")]
+    /// A `start` with a codec other than `pcm16`, `mulaw` or `alaw`.
+    #[error("codec {codec:?} is not supported (allowed: pcm16, mulaw, alaw)")]
     UnsupportedCodec {
         /// The codec asked for.
         codec: String,
@@ -467,12 +467,26 @@ fn parse_start(obj: &Object) -> Result<StartInfo, DecodeError> {
         Err(FieldError::Missing { .. }) => serde_json::Map::new(),
         Err(e) => return Err(err(e)),
     };
+    let frame_ms = match fields::value(obj, "frame_ms") {
+        Ok(v) => v
+            .as_u64()
+            .and_then(|ms| u32::try_from(ms).ok())
+            .filter(|ms| SUPPORTED_FRAME_MS.contains(ms))
+            .ok_or(DecodeError::InvalidField {
+                message: "start",
+                field: "frame_ms",
+                expected: "10, 20 or 40 (milliseconds of audio in each server message)",
+            })?,
+        Err(FieldError::Missing { .. }) => DEFAULT_FRAME_MS,
+        Err(e) => return Err(err(e)),
+    };
     Ok(StartInfo {
         protocol_version: PROTOCOL_VERSION,
         codec,
         sample_rate_hz,
         call_id: call_id.to_owned(),
         metadata,
+        frame_ms,
     })
 }
 

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{AudioCodec, StartInfo};
+use super::{AudioCodec, DEFAULT_FRAME_MS, StartInfo};
 
 /// The providers a call runs with, as announced in `started`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,6 +74,9 @@ pub enum ServerEvent {
         codec: AudioCodec,
         /// Sample rate of the audio both ways, in Hz.
         sample_rate: u32,
+        /// Audio in each of the server's binary messages, in milliseconds.
+        #[serde(default = "default_frame_ms")]
+        frame_ms: u32,
         /// Providers in use.
         providers: Providers,
         /// True when any provider is a mock (no real STT, LLM or TTS).
@@ -188,6 +191,13 @@ pub enum ClientControl {
         /// Free metadata.
         #[serde(default)]
         metadata: serde_json::Map<String, serde_json::Value>,
+        /// Audio in each of the server's binary messages, in milliseconds
+        /// (absent: the default, 20).
+        #[serde(
+            default = "default_frame_ms",
+            skip_serializing_if = "is_default_frame_ms"
+        )]
+        frame_ms: u32,
     },
     /// Ends the call.
     End {
@@ -219,6 +229,7 @@ impl ClientControl {
             sample_rate: info.sample_rate_hz,
             call_id: info.call_id.clone(),
             metadata: info.metadata.clone(),
+            frame_ms: info.frame_ms,
         }
     }
 
@@ -227,6 +238,16 @@ impl ClientControl {
         // Cannot fail: string keys only, no non-serialisable values.
         serde_json::to_string(self).expect("client controls always serialise")
     }
+}
+
+fn default_frame_ms() -> u32 {
+    DEFAULT_FRAME_MS
+}
+
+// A reference: serde's skip_serializing_if calls it with one.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_default_frame_ms(ms: &u32) -> bool {
+    *ms == DEFAULT_FRAME_MS
 }
 
 #[cfg(test)]

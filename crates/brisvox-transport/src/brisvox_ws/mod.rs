@@ -31,6 +31,13 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// Sample rates a client may choose, in Hz.
 pub const SUPPORTED_SAMPLE_RATES_HZ: [u32; 4] = [8000, 16000, 24000, 48000];
 
+/// Durations a client may choose for the server's audio messages (`start`'s
+/// `frame_ms`), in milliseconds: each fits one frame at every supported rate.
+pub const SUPPORTED_FRAME_MS: [u32; 3] = [10, 20, 40];
+
+/// The duration of the server's audio messages when `start` names none, in ms.
+pub const DEFAULT_FRAME_MS: u32 = 20;
+
 /// Default bound on one text message, in bytes (a `start` with its metadata).
 pub const DEFAULT_MAX_TEXT_BYTES: usize = 16 * 1024;
 
@@ -130,6 +137,10 @@ pub struct StartInfo {
     pub call_id: String,
     /// Free metadata from the client, passed through to the call.
     pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// Audio in each of the server's binary messages, in milliseconds (one of
+    /// [`SUPPORTED_FRAME_MS`]; [`DEFAULT_FRAME_MS`] when `start` names none).
+    /// The client's own audio may come in messages of any size.
+    pub frame_ms: u32,
 }
 
 /// Size limits of a [`ClientMessageDecoder`].
