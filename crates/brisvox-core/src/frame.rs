@@ -129,9 +129,93 @@ impl PartialEq for AudioFrame {
     }
 }
 
+/// A caller frame as the engine takes it in: 20 ms of 16 kHz mono PCM16
+/// ([`INTERNAL_FRAME_SAMPLES`] samples), stored inline in 640 bytes, a sixth
+/// of an [`AudioFrame`]. Each caller frame is moved several times between a
+/// route's queue and the engine's AudioIn stage, 50 times a second per call;
+/// at an `AudioFrame`'s 3.8 KB those copies were a tenth of the server's CPU
+/// at 600 calls (bench/results/framework-profile-2026-12-03.md).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CallerFrame {
+    samples: [i16; INTERNAL_FRAME_SAMPLES],
+}
+
+impl CallerFrame {
+    /// A frame of `samples`: fewer than [`INTERNAL_FRAME_SAMPLES`] are padded
+    /// with silence, more are cut.
+    pub fn new(samples: &[i16]) -> Self {
+        let mut frame = CallerFrame {
+            samples: [0; INTERNAL_FRAME_SAMPLES],
+        };
+        let n = samples.len().min(INTERNAL_FRAME_SAMPLES);
+        frame.samples[..n].copy_from_slice(&samples[..n]);
+        frame
+    }
+
+    /// The samples (always [`INTERNAL_FRAME_SAMPLES`]).
+    pub fn samples(&self) -> &[i16] {
+        &self.samples
+    }
+
+    /// Number of samples: [`INTERNAL_FRAME_SAMPLES`].
+    pub fn len(&self) -> usize {
+        INTERNAL_FRAME_SAMPLES
+    }
+
+    /// Never empty.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Sample rate in Hz: [`INTERNAL_RATE_HZ`].
+    pub fn sample_rate_hz(&self) -> u32 {
+        INTERNAL_RATE_HZ
+    }
+
+    /// How long the frame plays: [`FRAME_MS`].
+    pub fn duration(&self) -> Duration {
+        Duration::from_millis(u64::from(FRAME_MS))
+    }
+
+    /// The same audio as an [`AudioFrame`].
+    pub fn to_audio_frame(&self) -> AudioFrame {
+        // Cannot fail: 320 samples at 16 kHz fit a frame.
+        AudioFrame::from_samples(&self.samples, INTERNAL_RATE_HZ)
+            .expect("a 20 ms 16 kHz frame always fits")
+    }
+}
+
+impl std::fmt::Debug for CallerFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallerFrame").finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_caller_frame_is_20ms_at_16khz_padded_or_cut() {
+        let short = CallerFrame::new(&[7; 100]);
+        assert_eq!(
+            (short.len(), short.samples()[99], short.samples()[100]),
+            (320, 7, 0)
+        );
+        let long = CallerFrame::new(&[3; 400]);
+        assert!(long.samples().iter().all(|&s| s == 3));
+        assert_eq!(long.duration(), Duration::from_millis(20));
+        let as_frame = long.to_audio_frame();
+        assert_eq!(
+            (
+                as_frame.samples(),
+                as_frame.sample_rate_hz(),
+                as_frame.duration()
+            ),
+            (long.samples(), long.sample_rate_hz(), long.duration())
+        );
+        assert!(std::mem::size_of::<CallerFrame>() * 6 <= std::mem::size_of::<AudioFrame>());
+    }
 
     #[test]
     fn duration_follows_samples_and_rate() {

@@ -11,4 +11,4 @@ pub mod frame;
 pub mod timeline;
 
 pub use epoch::Epoch;
-pub use frame::AudioFrame;
+pub use frame::{AudioFrame, CallerFrame};

@@ -35,8 +35,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use brisvox_core::frame::{INTERNAL_FRAME_SAMPLES, INTERNAL_RATE_HZ};
-use brisvox_core::{AudioFrame, Epoch};
+use brisvox_core::{AudioFrame, CallerFrame, Epoch};
 use tokio::sync::mpsc;
 
 use crate::events::EventBus;
@@ -57,7 +56,7 @@ pub enum Inbound {
     /// A caller frame (16 kHz mono PCM16, 20 ms) that arrived at `at`.
     Audio {
         /// The frame.
-        frame: AudioFrame,
+        frame: CallerFrame,
         /// When the route received it (tokio's clock).
         at: Instant,
     },
@@ -190,10 +189,9 @@ pub const INBOUND_FRAMES: usize = 16;
 /// Controls an [`inbound_queue`] holds unless told otherwise.
 pub const INBOUND_CONTROLS: usize = 16;
 
-/// A caller frame as it waits in an [`inbound_queue`]: samples inline (640
-/// bytes, not an [`AudioFrame`]'s 3.9 KB), with its arrival time.
+/// A caller frame as it waits in an [`inbound_queue`], with its arrival time.
 struct WaitingFrame {
-    samples: [i16; INTERNAL_FRAME_SAMPLES],
+    frame: CallerFrame,
     at: Instant,
 }
 
@@ -245,12 +243,10 @@ impl InboundSender {
     /// Queues a caller frame (20 ms at 16 kHz: 320 samples; fewer are padded
     /// with silence, more are cut) that arrived at `at`.
     pub fn push_audio(&self, samples: &[i16], at: Instant) -> Result<(), InboundRefused> {
-        let mut frame = WaitingFrame {
-            samples: [0; INTERNAL_FRAME_SAMPLES],
+        let frame = WaitingFrame {
+            frame: CallerFrame::new(samples),
             at,
         };
-        let n = samples.len().min(INTERNAL_FRAME_SAMPLES);
-        frame.samples[..n].copy_from_slice(&samples[..n]);
         self.frames.try_send(frame).map_err(|_| {
             if self.controls.is_closed() {
                 InboundRefused::Closed
@@ -290,9 +286,7 @@ impl CallSource for InboundQueue {
             biased;
             Some((control, at)) = self.controls.recv() => Some(Inbound::Control { control, at }),
             frame = self.frames.recv() => frame.map(|f| Inbound::Audio {
-                // Cannot fail: 320 samples at 16 kHz fit a frame.
-                frame: AudioFrame::from_samples(&f.samples, INTERNAL_RATE_HZ)
-                    .expect("a 20 ms 16 kHz frame always fits"),
+                frame: f.frame,
                 at: f.at,
             }),
         }

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use std::collections::VecDeque;
 
-use brisvox_core::frame::{INTERNAL_FRAME_SAMPLES, INTERNAL_RATE_HZ};
-use brisvox_core::{AudioFrame, Epoch};
+use brisvox_core::frame::INTERNAL_FRAME_SAMPLES;
+use brisvox_core::{AudioFrame, CallerFrame, Epoch};
 
 use crate::edge::{CallSink, CallSource, Control, Inbound, TransportClosed};
 
@@ -85,8 +85,7 @@ impl CallSource for SimCaller {
         let mut buf = [0i16; INTERNAL_FRAME_SAMPLES];
         buf[..end - start].copy_from_slice(&self.samples[start..end]);
         self.next += 1;
-        // Cannot fail: 320 samples at 16 kHz is a valid frame.
-        let frame = AudioFrame::from_samples(&buf, INTERNAL_RATE_HZ).expect("a 20 ms frame");
+        let frame = CallerFrame::new(&buf);
         let at = tokio::time::Instant::now().into_std();
         Some(Inbound::Audio { frame, at })
     }

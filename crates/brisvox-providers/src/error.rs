@@ -190,6 +190,15 @@ pub enum SendError {
     /// started, or used after it was cancelled.
     #[error("context {0} is stale")]
     StaleContext(crate::ContextId),
+    /// Audio that is not a frame: more samples than a frame holds, or a rate
+    /// of zero.
+    #[error("audio of {samples} samples at {sample_rate_hz} Hz is not a frame")]
+    NotAFrame {
+        /// Samples offered.
+        samples: usize,
+        /// Rate given, in Hz.
+        sample_rate_hz: u32,
+    },
 }
 
 #[cfg(test)]

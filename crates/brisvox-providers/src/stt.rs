@@ -178,17 +178,25 @@ impl SttBackend {
                 len,
                 sample_rate_hz,
             } => {
-                let mut buf = [0i16; brisvox_core::frame::MAX_FRAME_SAMPLES];
                 let mut ring = lock_ring(&self.ring);
                 let n = usize::from(len).min(ring.len());
-                for (dst, src) in buf.iter_mut().zip(ring.drain(..n)) {
-                    *dst = src;
-                }
+                // Straight from the ring when its first n samples are in one
+                // piece (nearly always); through a buffer when they wrap.
+                let (head, _) = ring.as_slices();
+                let frame = if head.len() >= n {
+                    AudioFrame::from_samples(&head[..n], sample_rate_hz)
+                } else {
+                    let mut buf = [0i16; brisvox_core::frame::MAX_FRAME_SAMPLES];
+                    for (dst, src) in buf.iter_mut().zip(ring.iter()) {
+                        *dst = *src;
+                    }
+                    AudioFrame::from_samples(&buf[..n], sample_rate_hz)
+                };
+                ring.drain(..n);
                 drop(ring);
-                // Cannot fail: n <= len, which came from a valid frame, and the rate too.
-                let frame = AudioFrame::from_samples(&buf[..n], sample_rate_hz)
-                    .expect("the marker describes a valid frame");
-                SttInput::Audio(frame)
+                // Cannot fail: n <= len, which send_samples checked against a
+                // frame's size, and the rate is not zero.
+                SttInput::Audio(frame.expect("the marker describes a valid frame"))
             }
             Marker::Finalize => SttInput::Finalize,
             Marker::Close => SttInput::Close,
@@ -272,6 +280,19 @@ impl SttSender {
     /// drop (a full ring means the provider task has stalled for over 600 ms,
     /// and the transcript of that stretch is lost either way).
     pub fn send_audio(&self, frame: &AudioFrame) -> Result<(), SendError> {
+        self.send_samples(frame.samples(), frame.sample_rate_hz())
+    }
+
+    /// [`send_audio`](Self::send_audio) of a frame given as its samples (at
+    /// most [`MAX_FRAME_SAMPLES`](brisvox_core::frame::MAX_FRAME_SAMPLES))
+    /// and rate: a caller's frame goes in without becoming an `AudioFrame`.
+    pub fn send_samples(&self, samples: &[i16], sample_rate_hz: u32) -> Result<(), SendError> {
+        if samples.len() > brisvox_core::frame::MAX_FRAME_SAMPLES || sample_rate_hz == 0 {
+            return Err(SendError::NotAFrame {
+                samples: samples.len(),
+                sample_rate_hz,
+            });
+        }
         if self.input.capacity() <= STT_CONTROL_HEADROOM && !self.input.is_closed() {
             return Err(SendError::Full);
         }
@@ -280,7 +301,6 @@ impl SttSender {
             Err(mpsc::error::TrySendError::Full(())) => return Err(SendError::Full),
             Err(mpsc::error::TrySendError::Closed(())) => return Err(SendError::Closed),
         };
-        let samples = frame.samples();
         let mut ring = lock_ring(&self.ring);
         if ring.len() + samples.len() > STT_INPUT_BUFFER_SAMPLES {
             return Err(SendError::Full);
@@ -291,7 +311,7 @@ impl SttSender {
         permit.send(Marker::Audio {
             // Cannot truncate: a frame holds at most MAX_FRAME_SAMPLES (< u16::MAX).
             len: samples.len() as u16,
-            sample_rate_hz: frame.sample_rate_hz(),
+            sample_rate_hz,
         });
         Ok(())
     }

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use brisvox_core::AudioFrame;
+use brisvox_core::CallerFrame;
 use brisvox_models::smart_turn::SmartTurnRing;
 use brisvox_models::vad::detector::{VadDetector, VadEvent, VadParams};
 use brisvox_models::vad::service::{VadStream, WindowOutcome};
@@ -223,7 +223,7 @@ impl<S: CallSource> AudioIn<S> {
 
     /// One caller frame that arrived at `arrived`. Returns false when the
     /// driver is gone.
-    pub(super) async fn on_frame(&mut self, frame: &AudioFrame, arrived: Instant) -> bool {
+    pub(super) async fn on_frame(&mut self, frame: &CallerFrame, arrived: Instant) -> bool {
         self.stats.frames_in.fetch_add(1, Ordering::Relaxed);
         if self.origin.is_none() {
             // The first frame's audio began one frame duration before it arrived.
@@ -235,7 +235,9 @@ impl<S: CallSource> AudioIn<S> {
                 .push(frame.samples());
         }
         let sent = match self.stt.borrow().as_ref() {
-            Some(stt) => stt.send_audio(frame).is_ok(),
+            Some(stt) => stt
+                .send_samples(frame.samples(), frame.sample_rate_hz())
+                .is_ok(),
             None => false,
         };
         if !sent {

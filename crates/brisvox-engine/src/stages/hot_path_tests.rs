@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use brisvox_audio::OutputFramer;
 use brisvox_audio::{OutputPacer, PacerOutput};
-use brisvox_core::{AudioFrame, Epoch};
+use brisvox_core::{CallerFrame, Epoch};
 use brisvox_models::smart_turn::SmartTurnRing;
 use brisvox_models::vad::detector::VadParams;
 use brisvox_providers::SttSession;
@@ -67,7 +67,7 @@ fn mean_us(samples: &[Duration]) -> f64 {
 
 /// 20 ms frames of a speech-like signal: 1.5 s of a 220 Hz tone at -20 dBFS,
 /// then 1 s of silence, repeated (speech starts and stops go to the driver).
-fn caller_frames(n: usize) -> Vec<AudioFrame> {
+fn caller_frames(n: usize) -> Vec<CallerFrame> {
     (0..n)
         .map(|k| {
             let speaking = k % 125 < 75;
@@ -78,14 +78,13 @@ fn caller_frames(n: usize) -> Vec<AudioFrame> {
                     *s = (3_276.0 * (std::f32::consts::TAU * 220.0 * t).sin()) as i16;
                 }
             }
-            // Cannot fail: 320 samples at 16 kHz is a valid frame.
-            AudioFrame::from_samples(&pcm, 16_000).expect("a 20 ms frame")
+            CallerFrame::new(&pcm)
         })
         .collect()
 }
 
 /// One run of `frames` through a warm AudioIn; the time of each `on_frame`.
-async fn audio_in_run(frames: &[AudioFrame]) -> Vec<Duration> {
+async fn audio_in_run(frames: &[CallerFrame]) -> Vec<Duration> {
     let (driver_tx, mut driver_rx) = mpsc::channel(64);
     let (session, mut backend) = SttSession::channel();
     let (sender, _events) = session.split();
