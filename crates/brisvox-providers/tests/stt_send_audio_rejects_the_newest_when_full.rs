@@ -1,6 +1,7 @@
 //! `send_audio` never waits: when the session's audio ring is full it refuses
 //! the newest frame with `SendError::Full`; what was queued reaches the provider
 //! intact and in order with the finalize after it, which always finds room.
+//! Audio that is not a frame (too long, or at 0 Hz) is refused, not queued.
 
 use brisvox_core::AudioFrame;
 use brisvox_providers::stt::{
@@ -42,5 +43,38 @@ async fn a_full_ring_refuses_the_newest_and_keeps_the_rest_in_order() {
             Err(SendError::Closed)
         );
         assert_eq!(session.finalize().await, Err(SendError::Closed));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn samples_go_in_as_a_frame_and_what_is_not_a_frame_is_refused() {
+    let (session, mut backend) = SttSession::channel();
+    let caller = numbered_frame(3, 320, 16_000);
+    session
+        .sender()
+        .send_samples(caller.samples(), 16_000)
+        .unwrap();
+    let too_long = [1i16; brisvox_core::frame::MAX_FRAME_SAMPLES + 1];
+    assert_eq!(
+        session.sender().send_samples(&too_long, 48_000),
+        Err(SendError::NotAFrame {
+            samples: too_long.len(),
+            sample_rate_hz: 48_000
+        })
+    );
+    assert_eq!(
+        session.sender().send_samples(&[1; 320], 0),
+        Err(SendError::NotAFrame {
+            samples: 320,
+            sample_rate_hz: 0
+        })
+    );
+    // Nothing of the refused audio reached the ring: the next frame is whole.
+    session.send_audio(&numbered_frame(4, 320, 16_000)).unwrap();
+    for n in [3, 4] {
+        match backend.recv().await {
+            Some(SttInput::Audio(frame)) => assert_eq!(frame, numbered_frame(n, 320, 16_000)),
+            other => panic!("frame {n}: {other:?}"),
+        }
     }
 }
