@@ -70,7 +70,7 @@ case "$arrivals" in aligned|poisson) ;; *) echo "ARRIVALS must be aligned or poi
 score="${SERVER_CORE:-0}"
 ccore="${CLIENT_CORE:-1}"
 port="${PORT:-18931}"
-command_line="bench/compare.sh --runs $runs --modes \"$modes\" (STEPS=$steps STEPS_BRISVOX_NO_MODELS=$steps_b_nomodels MAX_RUN_S_BRISVOX_NO_MODELS=$max_run_s_b_nomodels RES_BRISVOX=$res_b RES_PIPECAT=$res_p MAX_RUN_S=$max_run_s FIXTURE_MODELS=$fx_models FIXTURE_NO_MODELS=$fx_nomodels FLOOR_MS=${FLOOR_MS:-warm-up} MAX_CALLS=${MAX_CALLS:-4096} ARRIVALS=$arrivals$([ "$arrivals" = poisson ] && echo " SEED=$seed FIXTURES_POISSON_MODELS=$fxs_models FIXTURES_POISSON_NO_MODELS=$fxs_nomodels" || true))"
+command_line="bench/compare.sh --runs $runs --modes \"$modes\" (STEPS=$steps STEPS_BRISVOX_NO_MODELS=$steps_b_nomodels MAX_RUN_S_BRISVOX_NO_MODELS=$max_run_s_b_nomodels RES_BRISVOX=$res_b RES_PIPECAT=$res_p MAX_RUN_S=$max_run_s FIXTURE_MODELS=$fx_models FIXTURE_NO_MODELS=$fx_nomodels FLOOR_MS=${FLOOR_MS:-warm-up} MAX_CALLS=${MAX_CALLS:-4096} FRAME_MS=$frame_ms ARRIVALS=$arrivals$([ "$arrivals" = poisson ] && echo " SEED=$seed FIXTURES_POISSON_MODELS=$fxs_models FIXTURES_POISSON_NO_MODELS=$fxs_nomodels" || true))"
 
 case "$runs" in ''|*[!0-9]*) echo "--runs needs a number" >&2; exit 2 ;; esac
 [ "$runs" -ge 1 ] && [ "$runs" -le 10 ] || { echo "--runs must be 1..10" >&2; exit 2; }
