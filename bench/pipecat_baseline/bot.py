@@ -473,18 +473,16 @@ async def handshake(ws: WebSocket):
         await ws.close(code=1002)
         return None
     rate = msg.get("sample_rate")
-    frame_ms = msg.get("frame_ms", 20)
-    if frame_ms is None:
-        frame_ms = 20
-    if frame_ms not in (10, 20, 40) or isinstance(frame_ms, bool):
-        await ws.send_text(json.dumps({"type": "error", "code": "invalid_field", "message": "start.frame_ms must be 10, 20 or 40"}))
-        await ws.send_text('{"type":"end","reason":"protocol_error"}')
-        await ws.close(code=1002)
-        return None
     if msg.get("type") != "start" or msg.get("codec") != "pcm16" or rate not in SUPPORTED_RATES:
         await ws.send_text(json.dumps({"type": "error", "code": "unsupported", "message": "pcm16 start only"}))
         await ws.send_text('{"type":"end","reason":"protocol_error"}')
         await ws.close(code=1003)
+        return None
+    frame_ms = 20 if msg.get("frame_ms") is None else msg["frame_ms"]
+    if frame_ms not in (10, 20, 40):
+        await ws.send_text(json.dumps({"type": "error", "code": "invalid_field", "message": "start.frame_ms must be 10, 20 or 40"}))
+        await ws.send_text('{"type":"end","reason":"protocol_error"}')
+        await ws.close(code=1002)
         return None
     started = {
         "type": "started", "protocol_version": 1, "call_id": msg.get("call_id", ""), "codec": "pcm16",

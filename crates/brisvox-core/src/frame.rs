@@ -176,13 +176,6 @@ impl CallerFrame {
     pub fn duration(&self) -> Duration {
         Duration::from_millis(u64::from(FRAME_MS))
     }
-
-    /// The same audio as an [`AudioFrame`].
-    pub fn to_audio_frame(&self) -> AudioFrame {
-        // Cannot fail: 320 samples at 16 kHz fit a frame.
-        AudioFrame::from_samples(&self.samples, INTERNAL_RATE_HZ)
-            .expect("a 20 ms 16 kHz frame always fits")
-    }
 }
 
 impl std::fmt::Debug for CallerFrame {
@@ -205,7 +198,7 @@ mod tests {
         let long = CallerFrame::new(&[3; 400]);
         assert!(long.samples().iter().all(|&s| s == 3));
         assert_eq!(long.duration(), Duration::from_millis(20));
-        let as_frame = long.to_audio_frame();
+        let as_frame = AudioFrame::from_samples(long.samples(), long.sample_rate_hz()).unwrap();
         assert_eq!(
             (
                 as_frame.samples(),

@@ -82,10 +82,9 @@ impl CallSource for SimCaller {
             tokio::time::sleep_until(due).await;
         }
         let end = (start + INTERNAL_FRAME_SAMPLES).min(self.samples.len());
-        let mut buf = [0i16; INTERNAL_FRAME_SAMPLES];
-        buf[..end - start].copy_from_slice(&self.samples[start..end]);
         self.next += 1;
-        let frame = CallerFrame::new(&buf);
+        // Padded with silence past the end of the samples.
+        let frame = CallerFrame::new(&self.samples[start..end]);
         let at = tokio::time::Instant::now().into_std();
         Some(Inbound::Audio { frame, at })
     }

@@ -180,18 +180,9 @@ impl SttBackend {
             } => {
                 let mut ring = lock_ring(&self.ring);
                 let n = usize::from(len).min(ring.len());
-                // Straight from the ring when its first n samples are in one
-                // piece (nearly always); through a buffer when they wrap.
-                let (head, _) = ring.as_slices();
-                let frame = if head.len() >= n {
-                    AudioFrame::from_samples(&head[..n], sample_rate_hz)
-                } else {
-                    let mut buf = [0i16; brisvox_core::frame::MAX_FRAME_SAMPLES];
-                    for (dst, src) in buf.iter_mut().zip(ring.iter()) {
-                        *dst = *src;
-                    }
-                    AudioFrame::from_samples(&buf[..n], sample_rate_hz)
-                };
+                // Straight from the ring (made one piece first: it moves only
+                // when the samples wrap, and the provider keeps it near empty).
+                let frame = AudioFrame::from_samples(&ring.make_contiguous()[..n], sample_rate_hz);
                 ring.drain(..n);
                 drop(ring);
                 // Cannot fail: n <= len, which send_samples checked against a

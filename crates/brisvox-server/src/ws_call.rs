@@ -154,9 +154,9 @@ pub(crate) async fn run(socket: WebSocket, state: Arc<AppState>, permit: CallPer
     send_event(&mut sink, &started_event(&info, &state)).await;
     let codec = info.codec;
     let start = call_start(info, &state);
-    // One outgoing frame's bytes (`frame_bytes` is 20 ms of audio).
-    let per_20ms = codec.frame_bytes(start.output_sample_rate_hz);
-    let bytes = Vec::with_capacity(per_20ms * start.output_frame_ms as usize / 20);
+    // One outgoing frame's bytes.
+    let samples = start.output_sample_rate_hz as usize * start.output_frame_ms as usize / 1000;
+    let bytes = Vec::with_capacity(codec.bytes_per_sample() * samples);
     let wire = BrisvoxWire { sink, codec, bytes };
     drive_call(&state, start, permit, wire, |io| {
         read_loop(stream, decoder, inbound, io)

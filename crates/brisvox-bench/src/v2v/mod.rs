@@ -229,7 +229,7 @@ fn parse_transports(v: &str) -> Result<Vec<Transport>, String> {
 pub(crate) fn parse_frame_ms(v: &str) -> Result<u32, String> {
     v.parse::<u32>()
         .ok()
-        .filter(|ms| [10, 20, 40].contains(ms))
+        .filter(|ms| brisvox_transport::brisvox_ws::SUPPORTED_FRAME_MS.contains(ms))
         .ok_or_else(|| format!("bad value for --frame-ms: {v} (10, 20 or 40)"))
 }
 
