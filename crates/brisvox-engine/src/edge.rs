@@ -36,10 +36,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use brisvox_core::{AudioFrame, CallerFrame, Epoch};
-use tokio::sync::mpsc;
 
 use crate::events::EventBus;
-use crate::frame_queue::{self, QueueReceiver, QueueSender};
+use crate::frame_queue::{self, Next, QueueReceiver, QueueSender, TrySendError};
 
 /// The transport refused audio: the caller's side is gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -213,29 +212,30 @@ pub enum InboundRefused {
 /// which the route counts or reports. The engine takes waiting controls
 /// before waiting frames. Dropping the sender ends the source (the caller hung up).
 pub fn inbound_queue(frames: usize, controls: usize) -> (InboundSender, InboundQueue) {
-    let (frame_tx, frame_rx) = frame_queue::bounded(frames);
-    let (control_tx, control_rx) = mpsc::channel(controls.max(1));
-    (
-        InboundSender {
-            frames: frame_tx,
-            controls: control_tx,
-        },
-        InboundQueue {
-            frames: frame_rx,
-            controls: control_rx,
-        },
-    )
+    let (tx, rx) = frame_queue::with_urgent_lane(frames, controls.max(1));
+    (InboundSender { tx }, InboundQueue { rx })
 }
+
+/// A control as it waits in an [`inbound_queue`], with its arrival time.
+type WaitingControl = (Control, Instant);
 
 /// The route's end of an [`inbound_queue`].
 pub struct InboundSender {
-    frames: QueueSender<WaitingFrame>,
-    controls: mpsc::Sender<(Control, Instant)>,
+    /// Frames on the queue, controls on its urgent lane: one lock and one
+    /// waker for both.
+    tx: QueueSender<WaitingFrame, WaitingControl>,
 }
 
 impl std::fmt::Debug for InboundSender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InboundSender").finish_non_exhaustive()
+    }
+}
+
+fn refused<T>(e: TrySendError<T>) -> InboundRefused {
+    match e {
+        TrySendError::Full(_) => InboundRefused::Full,
+        TrySendError::Closed(_) => InboundRefused::Closed,
     }
 }
 
@@ -247,28 +247,18 @@ impl InboundSender {
             frame: CallerFrame::new(samples),
             at,
         };
-        self.frames.try_send(frame).map_err(|_| {
-            if self.controls.is_closed() {
-                InboundRefused::Closed
-            } else {
-                InboundRefused::Full
-            }
-        })
+        self.tx.try_send(frame).map_err(refused)
     }
 
     /// Queues a control that arrived at `at`.
     pub fn push_control(&self, control: Control, at: Instant) -> Result<(), InboundRefused> {
-        self.controls.try_send((control, at)).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => InboundRefused::Full,
-            mpsc::error::TrySendError::Closed(_) => InboundRefused::Closed,
-        })
+        self.tx.try_send_urgent((control, at)).map_err(refused)
     }
 }
 
 /// The engine's end of an [`inbound_queue`].
 pub struct InboundQueue {
-    frames: QueueReceiver<WaitingFrame>,
-    controls: mpsc::Receiver<(Control, Instant)>,
+    rx: QueueReceiver<WaitingFrame, WaitingControl>,
 }
 
 impl std::fmt::Debug for InboundQueue {
@@ -280,16 +270,15 @@ impl std::fmt::Debug for InboundQueue {
 impl CallSource for InboundQueue {
     /// # Cancel safety
     ///
-    /// Cancel safe: both queues' receives are.
+    /// Cancel safe: the queue's receive is.
     async fn recv(&mut self) -> Option<Inbound> {
-        tokio::select! {
-            biased;
-            Some((control, at)) = self.controls.recv() => Some(Inbound::Control { control, at }),
-            frame = self.frames.recv() => frame.map(|f| Inbound::Audio {
+        Some(match self.rx.recv_next().await? {
+            Next::Urgent((control, at)) => Inbound::Control { control, at },
+            Next::Item(f) => Inbound::Audio {
                 frame: f.frame,
                 at: f.at,
-            }),
-        }
+            },
+        })
     }
 }
 
