@@ -1,7 +1,7 @@
 //! Streaming speech-to-text: a provider opens sessions; a session takes audio
 //! frames in and gives transcript events out.
 //!
-//! A session is a pair of bounded channels. The engine holds an [`SttSession`]
+//! A session is a pair of bounded queues. The engine holds an [`SttSession`]
 //! (or its two halves after [`SttSession::split`]: an [`SttSender`] for the task
 //! that reads the caller's audio and an [`SttEvents`] for the turn driver). The
 //! provider's task holds the other ends, an [`SttBackend`]. Dropping every
@@ -17,10 +17,12 @@
 //! finalize and close is kept and no frame costs an allocation.
 
 use std::collections::VecDeque;
+use std::future::poll_fn;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Poll, Waker};
 
 use brisvox_core::AudioFrame;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 use crate::{BoxFuture, ProviderError, SendError};
 
@@ -131,10 +133,9 @@ pub struct SttSession {
 }
 
 /// Sends audio and controls into a session. Cheap to clone.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SttSender {
-    input: mpsc::Sender<Marker>,
-    ring: Arc<Mutex<VecDeque<i16>>>,
+    input: Arc<Input>,
 }
 
 /// What the input queue carries; a frame's samples wait in the ring.
@@ -143,6 +144,42 @@ enum Marker {
     Audio { len: u16, sample_rate_hz: u32 },
     Finalize,
     Close,
+}
+
+/// A session's input, shared by its senders and its backend.
+#[derive(Debug)]
+struct Input {
+    state: Mutex<InputState>,
+    /// Wakes senders waiting for a slot (a finalize or close on a full queue).
+    room: Notify,
+}
+
+#[derive(Debug)]
+struct InputState {
+    /// At most [`STT_INPUT_CAPACITY`].
+    markers: VecDeque<Marker>,
+    /// At most [`STT_INPUT_BUFFER_SAMPLES`].
+    ring: VecDeque<i16>,
+    /// Live [`SttSender`]s: none left ends the input once it is drained.
+    senders: usize,
+    backend_alive: bool,
+    /// The provider task, waiting for input.
+    backend: Option<Waker>,
+}
+
+impl Input {
+    fn lock(&self) -> MutexGuard<'_, InputState> {
+        // Poison-proof: markers and samples are valid after any panic.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl InputState {
+    /// Queues `marker` and hands back the provider task's waker, to wake once unlocked.
+    fn push(&mut self, marker: Marker) -> Option<Waker> {
+        self.markers.push_back(marker);
+        self.backend.take()
+    }
 }
 
 /// Receives a session's events.
@@ -154,15 +191,9 @@ pub struct SttEvents {
 /// The provider's side of an STT session (used by adapters and mocks).
 #[derive(Debug)]
 pub struct SttBackend {
-    input: mpsc::Receiver<Marker>,
-    ring: Arc<Mutex<VecDeque<i16>>>,
+    input: Arc<Input>,
     /// Where to put events; waits when the engine is behind.
     pub events: mpsc::Sender<SttEvent>,
-}
-
-fn lock_ring(ring: &Mutex<VecDeque<i16>>) -> MutexGuard<'_, VecDeque<i16>> {
-    // Poison-proof: a ring of samples is valid after any panic.
-    ring.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl SttBackend {
@@ -172,47 +203,90 @@ impl SttBackend {
     ///
     /// Cancel safe: an input is consumed only when this returns it.
     pub async fn recv(&mut self) -> Option<SttInput> {
-        let marker = self.input.recv().await?;
-        Some(match marker {
-            Marker::Audio {
-                len,
-                sample_rate_hz,
-            } => {
-                let mut ring = lock_ring(&self.ring);
-                let n = usize::from(len).min(ring.len());
-                // Straight from the ring (made one piece first: it moves only
-                // when the samples wrap, and the provider keeps it near empty).
-                let frame = AudioFrame::from_samples(&ring.make_contiguous()[..n], sample_rate_hz);
-                ring.drain(..n);
-                drop(ring);
-                // Cannot fail: n <= len, which send_samples checked against a
-                // frame's size, and the rate is not zero.
-                SttInput::Audio(frame.expect("the marker describes a valid frame"))
+        poll_fn(|cx| {
+            let mut state = self.input.lock();
+            let Some(marker) = state.markers.pop_front() else {
+                if state.senders == 0 {
+                    return Poll::Ready(None);
+                }
+                if !state
+                    .backend
+                    .as_ref()
+                    .is_some_and(|w| w.will_wake(cx.waker()))
+                {
+                    state.backend = Some(cx.waker().clone());
+                }
+                return Poll::Pending;
+            };
+            // A sender waits only on a full queue: this pop freed its slot.
+            let freed = state.markers.len() + 1 == STT_INPUT_CAPACITY;
+            let input = match marker {
+                Marker::Audio {
+                    len,
+                    sample_rate_hz,
+                } => {
+                    let ring = &mut state.ring;
+                    let n = usize::from(len).min(ring.len());
+                    // Straight from the ring (made one piece first: it moves only
+                    // when the samples wrap, and the provider keeps it near empty).
+                    let frame =
+                        AudioFrame::from_samples(&ring.make_contiguous()[..n], sample_rate_hz);
+                    ring.drain(..n);
+                    // Cannot fail: n <= len, which send_samples checked against a
+                    // frame's size, and the rate is not zero.
+                    SttInput::Audio(frame.expect("the marker describes a valid frame"))
+                }
+                Marker::Finalize => SttInput::Finalize,
+                Marker::Close => SttInput::Close,
+            };
+            drop(state);
+            if freed {
+                self.input.room.notify_waiters();
             }
-            Marker::Finalize => SttInput::Finalize,
-            Marker::Close => SttInput::Close,
+            Poll::Ready(Some(input))
         })
+        .await
+    }
+}
+
+impl Drop for SttBackend {
+    fn drop(&mut self) {
+        let (markers, ring) = {
+            let mut state = self.input.lock();
+            state.backend_alive = false;
+            (
+                std::mem::take(&mut state.markers),
+                std::mem::take(&mut state.ring),
+            )
+        };
+        drop((markers, ring));
+        // Waiting senders find the session closed.
+        self.input.room.notify_waiters();
     }
 }
 
 impl SttSession {
     /// A connected pair: the engine's session and the provider's backend.
     pub fn channel() -> (SttSession, SttBackend) {
-        let (input_tx, input_rx) = mpsc::channel(STT_INPUT_CAPACITY);
         let (events_tx, events_rx) = mpsc::channel(STT_EVENT_CAPACITY);
-        let ring = Arc::new(Mutex::new(VecDeque::with_capacity(
-            STT_INPUT_BUFFER_SAMPLES,
-        )));
+        let input = Arc::new(Input {
+            state: Mutex::new(InputState {
+                markers: VecDeque::with_capacity(STT_INPUT_CAPACITY),
+                ring: VecDeque::with_capacity(STT_INPUT_BUFFER_SAMPLES),
+                senders: 1,
+                backend_alive: true,
+                backend: None,
+            }),
+            room: Notify::new(),
+        });
         let session = SttSession {
             sender: SttSender {
-                input: input_tx,
-                ring: ring.clone(),
+                input: Arc::clone(&input),
             },
             events: SttEvents { events: events_rx },
         };
         let backend = SttBackend {
-            input: input_rx,
-            ring,
+            input,
             events: events_tx,
         };
         (session, backend)
@@ -284,26 +358,27 @@ impl SttSender {
                 sample_rate_hz,
             });
         }
-        if self.input.capacity() <= STT_CONTROL_HEADROOM && !self.input.is_closed() {
+        let mut state = self.input.lock();
+        if !state.backend_alive {
+            return Err(SendError::Closed);
+        }
+        if state.markers.len() >= STT_INPUT_CAPACITY - STT_CONTROL_HEADROOM
+            || state.ring.len() + samples.len() > STT_INPUT_BUFFER_SAMPLES
+        {
             return Err(SendError::Full);
         }
-        let permit = match self.input.try_reserve() {
-            Ok(permit) => permit,
-            Err(mpsc::error::TrySendError::Full(())) => return Err(SendError::Full),
-            Err(mpsc::error::TrySendError::Closed(())) => return Err(SendError::Closed),
-        };
-        let mut ring = lock_ring(&self.ring);
-        if ring.len() + samples.len() > STT_INPUT_BUFFER_SAMPLES {
-            return Err(SendError::Full);
-        }
-        ring.extend(samples.iter().copied());
-        // The marker goes in while the ring is locked, so markers and samples
-        // keep one order even when clones of this sender race.
-        permit.send(Marker::Audio {
+        // Samples and marker go in under one lock, so they keep one order
+        // even when clones of this sender race.
+        state.ring.extend(samples.iter().copied());
+        let backend = state.push(Marker::Audio {
             // Cannot truncate: a frame holds at most MAX_FRAME_SAMPLES (< u16::MAX).
             len: samples.len() as u16,
             sample_rate_hz,
         });
+        drop(state);
+        if let Some(backend) = backend {
+            backend.wake();
+        }
         Ok(())
     }
 
@@ -314,10 +389,7 @@ impl SttSender {
     ///
     /// Cancel safe: if the future is dropped before it completes, nothing was sent.
     pub async fn finalize(&self) -> Result<(), SendError> {
-        self.input
-            .send(Marker::Finalize)
-            .await
-            .map_err(|_| SendError::Closed)
+        self.send_marker(Marker::Finalize).await
     }
 
     /// Ends the session: the provider answers what is pending, then sends
@@ -327,15 +399,68 @@ impl SttSender {
     ///
     /// Cancel safe: if the future is dropped before it completes, nothing was sent.
     pub async fn close(&self) -> Result<(), SendError> {
-        self.input
-            .send(Marker::Close)
-            .await
-            .map_err(|_| SendError::Closed)
+        self.send_marker(Marker::Close).await
+    }
+
+    /// Queues `marker`, waiting for a slot.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the marker is queued only when this returns `Ok`.
+    async fn send_marker(&self, marker: Marker) -> Result<(), SendError> {
+        loop {
+            let room = self.input.room.notified();
+            tokio::pin!(room);
+            // Registered before the check, so a slot freed in between wakes it.
+            room.as_mut().enable();
+            {
+                let mut state = self.input.lock();
+                if !state.backend_alive {
+                    return Err(SendError::Closed);
+                }
+                if state.markers.len() < STT_INPUT_CAPACITY {
+                    let backend = state.push(marker);
+                    drop(state);
+                    if let Some(backend) = backend {
+                        backend.wake();
+                    }
+                    return Ok(());
+                }
+            }
+            room.await;
+        }
     }
 
     /// Whether the provider's side is gone.
     pub fn is_closed(&self) -> bool {
-        self.input.is_closed()
+        !self.input.lock().backend_alive
+    }
+}
+
+impl Clone for SttSender {
+    fn clone(&self) -> Self {
+        self.input.lock().senders += 1;
+        SttSender {
+            input: Arc::clone(&self.input),
+        }
+    }
+}
+
+impl Drop for SttSender {
+    fn drop(&mut self) {
+        let backend = {
+            let mut state = self.input.lock();
+            state.senders -= 1;
+            if state.senders == 0 {
+                state.backend.take()
+            } else {
+                None
+            }
+        };
+        // The last sender gone ends the input once it is drained.
+        if let Some(backend) = backend {
+            backend.wake();
+        }
     }
 }
 
@@ -353,5 +478,82 @@ impl SttEvents {
     /// The next event if one is queued, without waiting.
     pub fn try_recv(&mut self) -> Option<SttEvent> {
         self.events.try_recv().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn frame() -> AudioFrame {
+        AudioFrame::from_samples(&[5; 160], 8_000).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_input_ends_when_the_last_sender_is_gone() {
+        let (session, mut backend) = SttSession::channel();
+        let (sender, _events) = session.split();
+        let clone = sender.clone();
+        let reader = tokio::spawn(async move {
+            let first = backend
+                .recv()
+                .await
+                .map(|i| matches!(i, SttInput::Audio(_)));
+            let end = backend.recv().await.is_none();
+            (first, end)
+        });
+        drop(sender);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(
+            !reader.is_finished(),
+            "a clone still holds the session open"
+        );
+        clone.send_audio(&frame()).unwrap();
+        drop(clone);
+        assert_eq!(reader.await.unwrap(), (Some(true), true));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_finalize_on_a_full_queue_waits_for_a_slot() {
+        let (session, mut backend) = SttSession::channel();
+        let sender = session.sender().clone();
+        for _ in 0..STT_INPUT_CAPACITY - STT_CONTROL_HEADROOM {
+            sender.send_audio(&frame()).unwrap();
+        }
+        for _ in 0..STT_CONTROL_HEADROOM {
+            sender.finalize().await.unwrap();
+        }
+        let waiting = tokio::spawn(async move { sender.close().await });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!waiting.is_finished(), "the queue is full");
+        assert!(matches!(backend.recv().await, Some(SttInput::Audio(_))));
+        assert_eq!(waiting.await.unwrap(), Ok(()));
+        let mut last = None;
+        for _ in 0..STT_INPUT_CAPACITY {
+            last = backend.recv().await;
+        }
+        assert!(matches!(last, Some(SttInput::Close)), "the close came last");
+        drop(session);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gone_backend_frees_a_waiting_sender() {
+        let (session, backend) = SttSession::channel();
+        let sender = session.sender().clone();
+        for _ in 0..STT_INPUT_CAPACITY - STT_CONTROL_HEADROOM {
+            sender.send_audio(&frame()).unwrap();
+        }
+        for _ in 0..STT_CONTROL_HEADROOM {
+            sender.finalize().await.unwrap();
+        }
+        let waiting = tokio::spawn(async move { sender.finalize().await });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(!session.sender().is_closed());
+        drop(backend);
+        assert_eq!(waiting.await.unwrap(), Err(SendError::Closed));
+        assert!(session.sender().is_closed());
+        assert_eq!(session.send_audio(&frame()), Err(SendError::Closed));
     }
 }
