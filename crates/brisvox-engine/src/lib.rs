@@ -25,6 +25,7 @@ pub mod config;
 pub mod controls;
 pub mod edge;
 pub mod events;
+pub mod gate;
 pub mod models;
 pub mod playout;
 pub mod recording;

@@ -29,6 +29,7 @@ use brisvox_agent_link::{
     AgentLink, AgentLinkConfig, Command, CommandFrame, ContextRole, Event, LinkHandle, LinkStats,
     PROTOCOL_VERSION, ToolSpec,
 };
+use brisvox_engine::gate::Gate;
 use brisvox_engine::{
     CallEnd, CallSource, ContextUpdate, Control, EngineEvent, EventObserver, Inbound,
     MessagesUpdate, ToolExecutor, ToolInvocation, ToolOutcome,
@@ -518,6 +519,10 @@ pub struct LinkedSource<S> {
     route: S,
     agent: Option<mpsc::Receiver<Control>>,
     server: Option<mpsc::Receiver<Control>>,
+    /// The control receivers are polled only once they woke: the route's
+    /// source gives a frame every 20 ms, controls are rare.
+    agent_gate: Gate,
+    server_gate: Gate,
 }
 
 impl<S: CallSource> LinkedSource<S> {
@@ -527,6 +532,8 @@ impl<S: CallSource> LinkedSource<S> {
             route,
             agent,
             server: None,
+            agent_gate: Gate::new(),
+            server_gate: Gate::new(),
         }
     }
 
@@ -537,10 +544,13 @@ impl<S: CallSource> LinkedSource<S> {
     }
 }
 
-/// The next control of `rx`; never ready without one.
-async fn next_control(rx: &mut Option<mpsc::Receiver<Control>>) -> Option<Control> {
+/// The next control of `rx`, polled through `gate`; never ready without one.
+async fn next_control(
+    rx: &mut Option<mpsc::Receiver<Control>>,
+    gate: &mut Gate,
+) -> Option<Control> {
     match rx {
-        Some(rx) => rx.recv().await,
+        Some(rx) => std::future::poll_fn(|cx| gate.poll_with(cx, |cx| rx.poll_recv(cx))).await,
         None => std::future::pending().await,
     }
 }
@@ -557,14 +567,14 @@ impl<S: CallSource> CallSource for LinkedSource<S> {
             let control = tokio::select! {
                 biased;
                 item = self.route.recv() => return item,
-                control = next_control(&mut self.agent) => match control {
+                control = next_control(&mut self.agent, &mut self.agent_gate) => match control {
                     Some(control) => control,
                     None => {
                         self.agent = None;
                         continue;
                     }
                 },
-                control = next_control(&mut self.server) => match control {
+                control = next_control(&mut self.server, &mut self.server_gate) => match control {
                     Some(control) => control,
                     None => {
                         self.server = None;

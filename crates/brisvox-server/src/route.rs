@@ -19,6 +19,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use brisvox_core::{AudioFrame, Epoch};
 use brisvox_engine::edge::{AUDIO_QUEUE_FRAMES, INBOUND_CONTROLS, INBOUND_FRAMES};
 use brisvox_engine::events::EVENT_QUEUE_CAPACITY;
+use brisvox_engine::gate::Gated;
 use brisvox_engine::turn::EndReason;
 use brisvox_engine::{
     AudioQueueReceiver, CallContext, CallEdge, CallEnd, Control, EventBus, EventReceiver,
@@ -324,7 +325,9 @@ where
     let (outcome, handler_result) = tokio::select! {
         o = &mut reader => (o, None),
         r = &mut handler => (handler_outcome(&r), Some(r)),
-        _ = end_calls.wait_for(|end| *end) => (Outcome::Drained, None),
+        // Gated: the select wakes for every message the reader takes, the
+        // drain comes once.
+        _ = Gated::new(end_calls.wait_for(|end| *end)) => (Outcome::Drained, None),
     };
     drop(reader); // closes the call's input: the engine sees the caller hang up
     let transfer_to = match &handler_result {

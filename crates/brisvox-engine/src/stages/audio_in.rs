@@ -36,6 +36,7 @@ use tokio::sync::{mpsc, watch};
 use super::inbox::DriverInput;
 use super::{now, shutdown};
 use crate::edge::{CallSource, Inbound};
+use crate::gate::Gated;
 use crate::models::VadSource;
 
 /// Silero outcomes that may wait between the pool and AudioIn, in windows
@@ -183,9 +184,9 @@ impl<S: CallSource> AudioIn<S> {
         // frame: a new wait registers with the watch and a dropped one
         // unregisters, two locks per caller frame (3 % of the server's CPU
         // at 1000 calls, bench/results/framework-profile-2026-12-02.md).
+        // Gated: polled only once the watch woke it, not at every frame.
         let mut signal = self.shutdown.clone();
-        let down = shutdown(&mut signal);
-        tokio::pin!(down);
+        let mut down = Gated::new(shutdown(&mut signal));
         loop {
             let retry = retry_at(&self.scorer);
             tokio::select! {

@@ -35,6 +35,7 @@ use super::inbox::{DriverInput, OutInput};
 use super::{SharedTimeline, mark, now, shutdown, sleep_until, stale};
 use crate::edge::{CallSink, PlayoutConfirmations};
 use crate::frame_queue::QueueReceiver;
+use crate::gate::Gated;
 use crate::playout::PlayoutBook;
 
 /// The transport refused a frame.
@@ -91,10 +92,9 @@ impl<K: CallSink> OutputStage<K> {
     /// Paces audio until the call shuts down; returns the pacer's counters.
     pub(crate) async fn run(mut self) -> PacerMetrics {
         // One wait for the shutdown signal for the whole call, not one per
-        // frame (see `AudioIn::run`).
+        // frame, polled only once the watch woke it (see `AudioIn::run`).
         let mut signal = self.shutdown.clone();
-        let down = shutdown(&mut signal);
-        tokio::pin!(down);
+        let mut down = Gated::new(shutdown(&mut signal));
         loop {
             let wait = match self.release_due().await {
                 Ok(wait) => wait,
