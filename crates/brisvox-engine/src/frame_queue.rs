@@ -152,30 +152,29 @@ impl<T, U> QueueSender<T, U> {
 
     /// Queues `item` if there is room (never waits).
     pub(crate) fn try_send(&self, item: T) -> Result<(), TrySendError<T>> {
-        let mut state = self.shared.lock();
-        if !state.receiver_alive {
-            return Err(TrySendError::Closed(item));
-        }
-        if state.items.len() == state.capacity {
-            return Err(TrySendError::Full(item));
-        }
-        state.items.push_back(item);
-        let receiver = state.receiver.take();
-        drop(state);
-        wake(receiver);
-        Ok(())
+        self.try_queue(item, |state| (&mut state.items, state.capacity))
     }
 
     /// Queues `item` on the urgent lane if it has room (never waits).
     pub(crate) fn try_send_urgent(&self, item: U) -> Result<(), TrySendError<U>> {
+        self.try_queue(item, |state| (&mut state.urgent, state.urgent_capacity))
+    }
+
+    /// Queues `item` on `lane` (the queue and its capacity) if it has room.
+    fn try_queue<V>(
+        &self,
+        item: V,
+        lane: impl FnOnce(&mut State<T, U>) -> (&mut VecDeque<V>, usize),
+    ) -> Result<(), TrySendError<V>> {
         let mut state = self.shared.lock();
         if !state.receiver_alive {
             return Err(TrySendError::Closed(item));
         }
-        if state.urgent.len() >= state.urgent_capacity {
+        let (queue, capacity) = lane(&mut state);
+        if queue.len() >= capacity {
             return Err(TrySendError::Full(item));
         }
-        state.urgent.push_back(item);
+        queue.push_back(item);
         let receiver = state.receiver.take();
         drop(state);
         wake(receiver);

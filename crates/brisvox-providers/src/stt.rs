@@ -491,6 +491,19 @@ mod tests {
         AudioFrame::from_samples(&[5; 160], 8_000).unwrap()
     }
 
+    /// Fills `session`'s input queue (audio up to the headroom, then
+    /// finalizes); returns a clone of its sender.
+    async fn fill(session: &SttSession) -> SttSender {
+        let sender = session.sender().clone();
+        for _ in 0..STT_INPUT_CAPACITY - STT_CONTROL_HEADROOM {
+            sender.send_audio(&frame()).unwrap();
+        }
+        for _ in 0..STT_CONTROL_HEADROOM {
+            sender.finalize().await.unwrap();
+        }
+        sender
+    }
+
     #[tokio::test(start_paused = true)]
     async fn the_input_ends_when_the_last_sender_is_gone() {
         let (session, mut backend) = SttSession::channel();
@@ -518,13 +531,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_finalize_on_a_full_queue_waits_for_a_slot() {
         let (session, mut backend) = SttSession::channel();
-        let sender = session.sender().clone();
-        for _ in 0..STT_INPUT_CAPACITY - STT_CONTROL_HEADROOM {
-            sender.send_audio(&frame()).unwrap();
-        }
-        for _ in 0..STT_CONTROL_HEADROOM {
-            sender.finalize().await.unwrap();
-        }
+        let sender = fill(&session).await;
         let waiting = tokio::spawn(async move { sender.close().await });
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert!(!waiting.is_finished(), "the queue is full");
@@ -541,13 +548,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_gone_backend_frees_a_waiting_sender() {
         let (session, backend) = SttSession::channel();
-        let sender = session.sender().clone();
-        for _ in 0..STT_INPUT_CAPACITY - STT_CONTROL_HEADROOM {
-            sender.send_audio(&frame()).unwrap();
-        }
-        for _ in 0..STT_CONTROL_HEADROOM {
-            sender.finalize().await.unwrap();
-        }
+        let sender = fill(&session).await;
         let waiting = tokio::spawn(async move { sender.finalize().await });
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert!(!session.sender().is_closed());
