@@ -54,7 +54,7 @@ pub use llm::{
     LlmEvent, LlmProvider, LlmRequest, LlmStream, Message, Role, ToolCall, ToolCallAssembler,
     ToolDefinition,
 };
-pub use stt::{SttConfig, SttEvent, SttEvents, SttProvider, SttSender, SttSession};
+pub use stt::{SttAudio, SttConfig, SttEvent, SttEvents, SttProvider, SttSender, SttSession};
 pub use tts::{ContextId, TtsConfig, TtsEvent, TtsEvents, TtsProvider, TtsSender, TtsSession};
 pub use words::WordTiming;
 

@@ -11,15 +11,18 @@
 //! every frame sent before it.
 //!
 //! Audio does not travel through the queue as frames (a frame is stored inline
-//! for its largest size, almost 4 KiB): its samples go into a ring of
-//! [`STT_INPUT_BUFFER_SAMPLES`] shared by both ends, allocated once per
-//! session, and the queue carries a small marker in their place, so order with
-//! finalize and close is kept and no frame costs an allocation.
+//! for its largest size, almost 4 KiB, and each move copies all of it): a
+//! frame's samples are copied once into a buffer that the session recycles,
+//! and that buffer is what the queue and the provider pass along
+//! ([`SttAudio`]). Dropping an [`SttAudio`] gives its buffer back to the
+//! session, so once a session has as many buffers as it keeps in flight (one
+//! or two when the provider keeps up) no frame costs an allocation.
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
+use std::time::Duration;
 
 use brisvox_core::AudioFrame;
 use tokio::sync::{Notify, mpsc};
@@ -34,8 +37,11 @@ pub const STT_INPUT_CAPACITY: usize = 64;
 /// finds room at once even when audio has filled everything else.
 pub const STT_CONTROL_HEADROOM: usize = 4;
 
-/// Capacity of a session's audio ring, in samples: 640 ms at 16 kHz.
+/// Audio a session's input holds at most, in samples: 640 ms at 16 kHz.
 pub const STT_INPUT_BUFFER_SAMPLES: usize = 10_240;
+
+/// Emptied audio buffers a session keeps for reuse; more are freed.
+const SPARE_BUFFERS: usize = 8;
 
 /// Capacity of a session's event queue. A provider that finds it full waits
 /// (the engine reads events promptly; a backlog means the engine is stuck).
@@ -102,17 +108,74 @@ pub enum SttEvent {
 /// What the engine sent to a session, in order, as the provider receives it.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "never queued: built on the provider task's stack from the ring"
-)]
 pub enum SttInput {
     /// Caller audio (mono PCM16 at [`SttConfig::sample_rate_hz`]).
-    Audio(AudioFrame),
+    Audio(SttAudio),
     /// Transcribe everything sent so far now and answer with a final.
     Finalize,
     /// End the session after answering what is pending.
     Close,
+}
+
+/// One frame of caller audio as a provider receives it: the samples of one
+/// [`SttSender::send_audio`], in a buffer that goes back to the session when
+/// this is dropped (so a provider that keeps up allocates nothing per frame).
+pub struct SttAudio {
+    samples: Vec<i16>,
+    sample_rate_hz: u32,
+    /// The session whose spare buffers this one rejoins.
+    home: Arc<Input>,
+}
+
+impl SttAudio {
+    /// The samples (mono PCM16).
+    pub fn samples(&self) -> &[i16] {
+        &self.samples
+    }
+
+    /// Their rate in Hz (never zero).
+    pub fn sample_rate_hz(&self) -> u32 {
+        self.sample_rate_hz
+    }
+
+    /// How long they last.
+    pub fn duration(&self) -> Duration {
+        // As `AudioFrame::duration` counts it (whole nanoseconds, rounded down).
+        let nanos = self.samples.len() as u64 * 1_000_000_000 / u64::from(self.sample_rate_hz);
+        Duration::from_nanos(nanos)
+    }
+}
+
+impl std::fmt::Debug for SttAudio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SttAudio")
+            .field("samples", &self.samples.len())
+            .field("sample_rate_hz", &self.sample_rate_hz)
+            .finish()
+    }
+}
+
+impl Clone for SttAudio {
+    fn clone(&self) -> Self {
+        SttAudio {
+            samples: self.samples.clone(),
+            sample_rate_hz: self.sample_rate_hz,
+            home: Arc::clone(&self.home),
+        }
+    }
+}
+
+impl Drop for SttAudio {
+    fn drop(&mut self) {
+        let samples = std::mem::take(&mut self.samples);
+        let mut state = self.home.lock();
+        if state.spare.len() < SPARE_BUFFERS {
+            state.spare.push(samples);
+        } else {
+            drop(state);
+            drop(samples);
+        }
+    }
 }
 
 /// A streaming STT service. Object-safe: the engine holds `Arc<dyn SttProvider>`.
@@ -138,10 +201,13 @@ pub struct SttSender {
     input: Arc<Input>,
 }
 
-/// What the input queue carries; a frame's samples wait in the ring.
-#[derive(Debug, Clone, Copy)]
+/// What the input queue carries.
+#[derive(Debug)]
 enum Marker {
-    Audio { len: u16, sample_rate_hz: u32 },
+    Audio {
+        samples: Vec<i16>,
+        sample_rate_hz: u32,
+    },
     Finalize,
     Close,
 }
@@ -158,8 +224,10 @@ struct Input {
 struct InputState {
     /// At most [`STT_INPUT_CAPACITY`].
     markers: VecDeque<Marker>,
-    /// At most [`STT_INPUT_BUFFER_SAMPLES`].
-    ring: VecDeque<i16>,
+    /// Samples in `markers`: at most [`STT_INPUT_BUFFER_SAMPLES`].
+    queued_samples: usize,
+    /// Emptied buffers for the next frames: at most [`SPARE_BUFFERS`].
+    spare: Vec<Vec<i16>>,
     /// Live [`SttSender`]s: none left ends the input once it is drained.
     senders: usize,
     backend_alive: bool,
@@ -222,19 +290,15 @@ impl SttBackend {
             let freed = state.markers.len() + 1 == STT_INPUT_CAPACITY;
             let input = match marker {
                 Marker::Audio {
-                    len,
+                    samples,
                     sample_rate_hz,
                 } => {
-                    let ring = &mut state.ring;
-                    let n = usize::from(len).min(ring.len());
-                    // Straight from the ring (made one piece first: it moves only
-                    // when the samples wrap, and the provider keeps it near empty).
-                    let frame =
-                        AudioFrame::from_samples(&ring.make_contiguous()[..n], sample_rate_hz);
-                    ring.drain(..n);
-                    // Cannot fail: n <= len, which send_samples checked against a
-                    // frame's size, and the rate is not zero.
-                    SttInput::Audio(frame.expect("the marker describes a valid frame"))
+                    state.queued_samples -= samples.len();
+                    SttInput::Audio(SttAudio {
+                        samples,
+                        sample_rate_hz,
+                        home: Arc::clone(&self.input),
+                    })
                 }
                 Marker::Finalize => SttInput::Finalize,
                 Marker::Close => SttInput::Close,
@@ -251,15 +315,16 @@ impl SttBackend {
 
 impl Drop for SttBackend {
     fn drop(&mut self) {
-        let (markers, ring) = {
+        let (markers, spare) = {
             let mut state = self.input.lock();
             state.backend_alive = false;
+            state.queued_samples = 0;
             (
                 std::mem::take(&mut state.markers),
-                std::mem::take(&mut state.ring),
+                std::mem::take(&mut state.spare),
             )
         };
-        drop((markers, ring));
+        drop((markers, spare));
         // Waiting senders find the session closed.
         self.input.room.notify_waiters();
     }
@@ -272,7 +337,8 @@ impl SttSession {
         let input = Arc::new(Input {
             state: Mutex::new(InputState {
                 markers: VecDeque::with_capacity(STT_INPUT_CAPACITY),
-                ring: VecDeque::with_capacity(STT_INPUT_BUFFER_SAMPLES),
+                queued_samples: 0,
+                spare: Vec::new(),
                 senders: 1,
                 backend_alive: true,
                 backend: None,
@@ -336,13 +402,14 @@ impl SttSession {
 }
 
 impl SttSender {
-    /// Queues a copy of `frame`'s samples without waiting (and without allocating).
+    /// Queues a copy of `frame`'s samples without waiting (and without
+    /// allocating, once the session has a spare buffer: see [`SttAudio`]).
     ///
     /// Overflow policy: reject the newest. When the input queue
-    /// ([`STT_INPUT_CAPACITY`] messages) or the audio ring
+    /// ([`STT_INPUT_CAPACITY`] messages) or its audio
     /// ([`STT_INPUT_BUFFER_SAMPLES`]) is full, nothing is queued and
     /// [`SendError::Full`] is returned; the caller keeps its frame and counts the
-    /// drop (a full ring means the provider task has stalled for over 600 ms,
+    /// drop (full audio means the provider task has stalled for over 600 ms,
     /// and the transcript of that stretch is lost either way).
     pub fn send_audio(&self, frame: &AudioFrame) -> Result<(), SendError> {
         self.send_samples(frame.samples(), frame.sample_rate_hz())
@@ -363,16 +430,19 @@ impl SttSender {
             return Err(SendError::Closed);
         }
         if state.markers.len() >= STT_INPUT_CAPACITY - STT_CONTROL_HEADROOM
-            || state.ring.len() + samples.len() > STT_INPUT_BUFFER_SAMPLES
+            || state.queued_samples + samples.len() > STT_INPUT_BUFFER_SAMPLES
         {
             return Err(SendError::Full);
         }
-        // Samples and marker go in under one lock, so they keep one order
-        // even when clones of this sender race.
-        state.ring.extend(samples.iter().copied());
+        // Queued under one lock, so frames keep one order even when clones
+        // of this sender race. A new buffer (under the lock) only until the
+        // session has spares.
+        let mut buffer = state.spare.pop().unwrap_or_default();
+        buffer.clear();
+        buffer.extend_from_slice(samples);
+        state.queued_samples += samples.len();
         let backend = state.push(Marker::Audio {
-            // Cannot truncate: a frame holds at most MAX_FRAME_SAMPLES (< u16::MAX).
-            len: samples.len() as u16,
+            samples: buffer,
             sample_rate_hz,
         });
         drop(state);
@@ -483,8 +553,6 @@ impl SttEvents {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     fn frame() -> AudioFrame {
@@ -543,6 +611,53 @@ mod tests {
         }
         assert!(matches!(last, Some(SttInput::Close)), "the close came last");
         drop(session);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_received_frame_gives_its_buffer_back_for_the_next() {
+        let (session, mut backend) = SttSession::channel();
+        let spare = |b: &SttBackend| b.input.lock().spare.len();
+        session.send_audio(&frame()).unwrap();
+        let Some(SttInput::Audio(first)) = backend.recv().await else {
+            panic!("audio first");
+        };
+        assert_eq!(spare(&backend), 0, "the frame holds its buffer");
+        drop(first);
+        assert_eq!(spare(&backend), 1, "dropped: the buffer is spare");
+        // A longer frame reuses it (grown) and arrives whole.
+        let long = AudioFrame::from_samples(&[9; 1920], 48_000).unwrap();
+        session.send_audio(&long).unwrap();
+        assert_eq!(spare(&backend), 0, "the spare buffer was taken");
+        let Some(SttInput::Audio(second)) = backend.recv().await else {
+            panic!("audio second");
+        };
+        assert_eq!(second.samples(), long.samples());
+        assert_eq!(second.duration(), long.duration());
+        drop(second);
+        session.send_audio(&frame()).unwrap();
+        let Some(SttInput::Audio(third)) = backend.recv().await else {
+            panic!("audio third");
+        };
+        assert_eq!(third.samples(), frame().samples());
+        // A frame outliving its backend frees its buffer without harm.
+        drop(backend);
+        drop(third);
+        assert_eq!(session.send_audio(&frame()), Err(SendError::Closed));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_keeps_a_bounded_number_of_spare_buffers() {
+        let (session, mut backend) = SttSession::channel();
+        let mut held = Vec::new();
+        for _ in 0..SPARE_BUFFERS + 5 {
+            session.send_audio(&frame()).unwrap();
+            let Some(SttInput::Audio(audio)) = backend.recv().await else {
+                panic!("audio");
+            };
+            held.push(audio);
+        }
+        drop(held);
+        assert_eq!(backend.input.lock().spare.len(), SPARE_BUFFERS);
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,11 +1,11 @@
-//! `send_audio` never waits: when the session's audio ring is full it refuses
+//! `send_audio` never waits: when the session's queued audio is full it refuses
 //! the newest frame with `SendError::Full`; what was queued reaches the provider
 //! intact and in order with the finalize after it, which always finds room.
 //! Audio that is not a frame (too long, or at 0 Hz) is refused, not queued.
 
 use brisvox_core::AudioFrame;
 use brisvox_providers::stt::{
-    STT_CONTROL_HEADROOM, STT_INPUT_BUFFER_SAMPLES, STT_INPUT_CAPACITY, SttInput,
+    STT_CONTROL_HEADROOM, STT_INPUT_BUFFER_SAMPLES, STT_INPUT_CAPACITY, SttAudio, SttInput,
 };
 use brisvox_providers::{SendError, SttSession};
 
@@ -14,9 +14,17 @@ fn numbered_frame(n: usize, len: usize, rate: u32) -> AudioFrame {
     AudioFrame::from_samples(&samples, rate).unwrap()
 }
 
+/// The provider got `expected`'s samples at its rate.
+#[track_caller]
+fn assert_same(got: &SttAudio, expected: &AudioFrame) {
+    assert_eq!(got.samples(), expected.samples());
+    assert_eq!(got.sample_rate_hz(), expected.sample_rate_hz());
+    assert_eq!(got.duration(), expected.duration());
+}
+
 #[tokio::test(start_paused = true)]
-async fn a_full_ring_refuses_the_newest_and_keeps_the_rest_in_order() {
-    // The ring limits 20 ms at 16 and 48 kHz; the queue limits 10 ms at 8 kHz.
+async fn full_audio_refuses_the_newest_and_keeps_the_rest_in_order() {
+    // Queued audio limits 20 ms at 16 and 48 kHz; the queue limits 10 ms at 8 kHz.
     for (len, rate) in [(320, 16_000), (80, 8_000), (1920, 48_000)] {
         let (session, mut backend) = SttSession::channel();
         let fits = (STT_INPUT_BUFFER_SAMPLES / len).min(STT_INPUT_CAPACITY - STT_CONTROL_HEADROOM);
@@ -30,7 +38,7 @@ async fn a_full_ring_refuses_the_newest_and_keeps_the_rest_in_order() {
         session.finalize().await.unwrap();
         for n in 0..fits {
             match backend.recv().await {
-                Some(SttInput::Audio(frame)) => assert_eq!(frame, numbered_frame(n, len, rate)),
+                Some(SttInput::Audio(frame)) => assert_same(&frame, &numbered_frame(n, len, rate)),
                 other => panic!("frame {n} of {len}: {other:?}"),
             }
         }
@@ -69,11 +77,11 @@ async fn samples_go_in_as_a_frame_and_what_is_not_a_frame_is_refused() {
             sample_rate_hz: 0
         })
     );
-    // Nothing of the refused audio reached the ring: the next frame is whole.
+    // Nothing of the refused audio was queued: the next frame is whole.
     session.send_audio(&numbered_frame(4, 320, 16_000)).unwrap();
     for n in [3, 4] {
         match backend.recv().await {
-            Some(SttInput::Audio(frame)) => assert_eq!(frame, numbered_frame(n, 320, 16_000)),
+            Some(SttInput::Audio(frame)) => assert_same(&frame, &numbered_frame(n, 320, 16_000)),
             other => panic!("frame {n}: {other:?}"),
         }
     }

@@ -34,7 +34,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
 
 use brisvox_audio::StreamResampler;
-use brisvox_core::AudioFrame;
 use tokio::sync::oneshot;
 
 use super::stt::{Answer, Counters, Job, LocalSttOptions, RECOGNIZER_RATE_HZ, Recognized};
@@ -81,11 +80,10 @@ impl Utterance {
         }
     }
 
-    /// Appends a frame, resampled to 16 kHz if needed.
-    pub(super) fn push_frame(&mut self, frame: &AudioFrame) -> Result<(), ProviderError> {
-        let rate = frame.sample_rate_hz();
+    /// Appends a frame's `samples` at `rate` Hz, resampled to 16 kHz if needed.
+    pub(super) fn push_audio(&mut self, samples: &[i16], rate: u32) -> Result<(), ProviderError> {
         if rate == RECOGNIZER_RATE_HZ {
-            self.push(frame.samples());
+            self.push(samples);
             return Ok(());
         }
         if self.resampler.as_ref().map(StreamResampler::in_rate_hz) != Some(rate) {
@@ -99,7 +97,7 @@ impl Utterance {
         }
         let mut scratch = std::mem::take(&mut self.scratch);
         if let Some(resampler) = &mut self.resampler {
-            resampler.process_into(frame.samples(), &mut scratch);
+            resampler.process_into(samples, &mut scratch);
         }
         self.push(&scratch);
         scratch.clear();
@@ -318,9 +316,11 @@ impl SessionTask {
                 () = events.closed() => return,
             };
             let event = match step {
-                Step::Input(Some(SttInput::Audio(frame))) => {
-                    self.utterance.push_frame(&frame).err().map(SttEvent::Error)
-                }
+                Step::Input(Some(SttInput::Audio(frame))) => self
+                    .utterance
+                    .push_audio(frame.samples(), frame.sample_rate_hz())
+                    .err()
+                    .map(SttEvent::Error),
                 Step::Input(Some(SttInput::Finalize)) => {
                     self.finalize();
                     None
@@ -577,16 +577,12 @@ fn answer_event(answer: Option<Answer>) -> SttEvent {
 mod tests {
     use super::*;
 
-    fn frame(samples: &[i16], rate: u32) -> AudioFrame {
-        AudioFrame::from_samples(samples, rate).unwrap()
-    }
-
     #[test]
     fn sixteen_khz_frames_are_kept_as_they_are() {
         let mut u = Utterance::new(16_000);
         let samples: Vec<i16> = (0..320).map(|i| i as i16).collect();
-        u.push_frame(&frame(&samples, 16_000)).unwrap();
-        u.push_frame(&frame(&samples, 16_000)).unwrap();
+        u.push_audio(&samples, 16_000).unwrap();
+        u.push_audio(&samples, 16_000).unwrap();
         let (got, truncated) = u.take();
         assert!(!truncated);
         assert_eq!(got.len(), 640);
@@ -601,7 +597,7 @@ mod tests {
                 .map(|i| ((i as f32 * 0.3).sin() * 8000.0) as i16)
                 .collect();
             for _ in 0..frames {
-                u.push_frame(&frame(&tone, 8_000)).unwrap();
+                u.push_audio(&tone, 8_000).unwrap();
             }
             let (got, _) = u.take();
             let expected = frames * 320;

@@ -27,12 +27,11 @@ use tracing::Instrument as _;
 use super::lock;
 use std::time::Duration;
 
-use brisvox_core::AudioFrame;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{DetRng, Fault, FaultPlan, Latency, streams, wait_until};
-use crate::stt::{SttBackend, SttInput};
+use crate::stt::{SttAudio, SttBackend, SttInput};
 use crate::{BoxFuture, ProviderError, SttConfig, SttEvent, SttProvider, SttSession};
 
 /// Finalizes a mock session keeps waiting at once; more are answered with an error.
@@ -412,7 +411,7 @@ impl SessionState {
         Ok(())
     }
 
-    async fn on_audio(&mut self, frame: &AudioFrame, events: &mpsc::Sender<SttEvent>) -> Flow {
+    async fn on_audio(&mut self, frame: &SttAudio, events: &mpsc::Sender<SttEvent>) -> Flow {
         if let Some(t) = &mut self.timed {
             t.audio_ms += frame.duration().as_millis() as u64;
             if t.audio_ms < t.next_interim_ms {
@@ -435,7 +434,9 @@ impl SessionState {
             return Ok(());
         }
         if self.current.is_none() {
-            if self.mock.interims_from_speech && rms(frame) < self.mock.speech_rms_threshold {
+            if self.mock.interims_from_speech
+                && rms(frame.samples()) < self.mock.speech_rms_threshold
+            {
                 return Ok(());
             }
             self.begin_utterance();
@@ -452,7 +453,7 @@ impl SessionState {
 
     /// Adds `frame` to the utterance's audio; the number of words an interim
     /// due now shows, if one is due and would show something new.
-    fn interim_due(&mut self, frame: &AudioFrame) -> Option<usize> {
+    fn interim_due(&mut self, frame: &SttAudio) -> Option<usize> {
         let interval = self.mock.interim_interval_ms.max(1);
         let per_word = self.mock.ms_per_word.max(1);
         let u = self.current.as_mut()?;
@@ -600,9 +601,8 @@ impl SessionState {
     }
 }
 
-/// Root mean square of the frame's samples, in PCM16 units.
-fn rms(frame: &AudioFrame) -> f64 {
-    let samples = frame.samples();
+/// Root mean square of a frame's samples, in PCM16 units.
+fn rms(samples: &[i16]) -> f64 {
     if samples.is_empty() {
         return 0.0;
     }
