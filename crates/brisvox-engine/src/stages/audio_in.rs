@@ -387,14 +387,17 @@ fn millis(d: Duration) -> u32 {
 }
 
 /// Mean square of the window, samples scaled to [-1, 1].
+///
+/// The squares are summed as integers, which vectorises (a float sum must
+/// keep its order and does not); the sum is exact either way (each square
+/// is below 2^31 and a window's sum far below 2^53), so this gives the same
+/// bits as summing `(s / 32768)^2` in `f64`.
 fn mean_power(window: &[i16]) -> f32 {
-    let sum: f64 = window
+    let sum: u64 = window
         .iter()
-        .map(|&s| {
-            let x = f64::from(s) / 32768.0;
-            x * x
-        })
+        .map(|&s| u64::from(s.unsigned_abs()) * u64::from(s.unsigned_abs()))
         .sum();
+    let sum = sum as f64 / (1u64 << 30) as f64;
     (sum / window.len().max(1) as f64) as f32
 }
 
@@ -442,5 +445,38 @@ mod tests {
         let w = [i16::MIN; WINDOW_SAMPLES];
         assert!((mean_power(&w) - 1.0).abs() < 1e-6);
         assert_eq!(mean_power(&[0; WINDOW_SAMPLES]), 0.0);
+    }
+
+    #[test]
+    fn mean_power_has_the_bits_of_the_float_sum() {
+        fn float_sum(window: &[i16]) -> f32 {
+            let sum: f64 = window
+                .iter()
+                .map(|&s| {
+                    let x = f64::from(s) / 32768.0;
+                    x * x
+                })
+                .sum();
+            (sum / window.len().max(1) as f64) as f32
+        }
+        let mut x: u32 = 0x9E37_79B9;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as i16
+        };
+        let windows: Vec<Vec<i16>> = vec![
+            vec![i16::MIN; WINDOW_SAMPLES],
+            vec![i16::MAX; WINDOW_SAMPLES],
+            vec![1; 7],
+            (0..WINDOW_SAMPLES).map(|_| next()).collect(),
+            (0..WINDOW_SAMPLES).map(|_| next() / 300).collect(),
+            (0..WINDOW_SAMPLES).map(|_| next() / 20).collect(),
+        ];
+        for w in &windows {
+            assert_eq!(mean_power(w).to_bits(), float_sum(w).to_bits(), "{w:?}");
+        }
+        assert_eq!(mean_power(&[]), 0.0);
     }
 }
