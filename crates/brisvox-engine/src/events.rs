@@ -273,6 +273,15 @@ impl EventReceiver {
         self.rx.recv().await
     }
 
+    /// Polls for the next event ([`recv`](Self::recv) as a poll, for a
+    /// caller that gates it: see [`crate::gate`]).
+    pub fn poll_recv(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<EngineEvent>> {
+        self.rx.poll_recv(cx)
+    }
+
     /// The next event if one waits.
     pub fn try_recv(&mut self) -> Option<EngineEvent> {
         self.rx.try_recv().ok()

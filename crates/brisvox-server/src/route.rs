@@ -11,7 +11,7 @@
 //! messages become frames and controls, through a sans-IO codec of
 //! `brisvox-transport`).
 
-use std::future::Future;
+use std::future::{Future, poll_fn};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,7 +19,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use brisvox_core::{AudioFrame, Epoch};
 use brisvox_engine::edge::{AUDIO_QUEUE_FRAMES, INBOUND_CONTROLS, INBOUND_FRAMES};
 use brisvox_engine::events::EVENT_QUEUE_CAPACITY;
-use brisvox_engine::gate::Gated;
+use brisvox_engine::gate::{Gate, Gated};
 use brisvox_engine::turn::EndReason;
 use brisvox_engine::{
     AudioQueueReceiver, CallContext, CallEdge, CallEnd, Control, EventBus, EventReceiver,
@@ -324,9 +324,10 @@ where
     let mut end_calls = state.end_calls.clone();
     let (outcome, handler_result) = tokio::select! {
         o = &mut reader => (o, None),
-        r = &mut handler => (handler_outcome(&r), Some(r)),
-        // Gated: the select wakes for every message the reader takes, the
-        // drain comes once.
+        // Gated, as the drain below: the select wakes for every message the
+        // reader takes, the handler ends once (polling its join handle at
+        // every message cost 0.8 % of the server's CPU at 600 calls).
+        r = Gated::new(&mut handler) => (handler_outcome(&r), Some(r)),
         _ = Gated::new(end_calls.wait_for(|end| *end)) => (Outcome::Drained, None),
     };
     drop(reader); // closes the call's input: the engine sees the caller hang up
@@ -451,10 +452,13 @@ async fn run_writer<W: Wire>(wire: W, io: WriterIo) {
         wrong_rate: 0,
     };
     let (mut audio_open, mut events_open) = (true, true);
+    // The writer wakes for every frame of an answer; commands and engine
+    // events are rarer, so their queues are polled only once they woke.
+    let (mut cmd_gate, mut events_gate) = (Gate::new(), Gate::new());
     loop {
         tokio::select! {
             biased;
-            cmd = cmd_rx.recv() => match cmd {
+            cmd = poll_fn(|cx| cmd_gate.poll_with(cx, |cx| cmd_rx.poll_recv(cx))) => match cmd {
                 Some(WriterCmd::Event(ev)) => w.event(&ev).await,
                 Some(WriterCmd::MarkEcho(name)) => w.wire.mark_echo(&name),
                 Some(WriterCmd::Close { reason, code }) => return w.close(reason, code).await,
@@ -464,7 +468,7 @@ async fn run_writer<W: Wire>(wire: W, io: WriterIo) {
                 Some(item) => w.audio_item(item).await,
                 None => audio_open = false,
             },
-            event = w.events.recv(), if events_open => match event {
+            event = poll_fn(|cx| events_gate.poll_with(cx, |cx| w.events.poll_recv(cx))), if events_open => match event {
                 Some(event) => w.engine_event(event).await,
                 None => events_open = false,
             },
