@@ -144,9 +144,13 @@ fn rate_limited_response(state: &AppState, blocked: Blocked) -> Response {
 /// is zero-filled up to its capacity before every socket read, so each
 /// 20 ms audio message (0.2-4 KB) cost a 128 KiB memset, the largest single
 /// item in the server's profile at 1000 calls
-/// (`bench/results/framework-profile-2026-12-02.md`). A bigger message is
-/// still read whole: the buffer grows to a frame's announced length.
-const WS_READ_BUFFER_BYTES: usize = 4096;
+/// (`bench/results/framework-profile-2026-12-02.md`). 2 KiB holds the
+/// largest 20 ms audio message of any route (PCM16 at 48 kHz: 1920 bytes,
+/// and a carrier's JSON frame) in one read, and zero-fills half of what
+/// 4 KiB did (still 1.6 % of the server's CPU at 600 calls in
+/// `framework-profile-2026-12-04b.md`). A bigger message is still read
+/// whole: the buffer grows to a frame's announced length.
+const WS_READ_BUFFER_BYTES: usize = 2048;
 
 /// Admits a call (or answers 503) and runs `run` on the upgraded socket.
 pub(crate) fn admit_and_upgrade<F, Fut>(
