@@ -106,9 +106,14 @@ impl AudioCodec {
     pub fn encode_to(self, samples: &[i16], out: &mut Vec<u8>) {
         out.clear();
         match self {
-            Self::Pcm16 => samples
-                .iter()
-                .for_each(|s| out.extend_from_slice(&s.to_le_bytes())),
+            Self::Pcm16 => {
+                // Sized once and filled in place: vectorises, where pushing
+                // two bytes at a time checks the capacity per sample.
+                out.resize(samples.len() * 2, 0);
+                for (pair, s) in out.chunks_exact_mut(2).zip(samples) {
+                    pair.copy_from_slice(&s.to_le_bytes());
+                }
+            }
             Self::Mulaw => out.extend(samples.iter().map(|&s| G711Law::MuLaw.encode(s))),
             Self::Alaw => out.extend(samples.iter().map(|&s| G711Law::ALaw.encode(s))),
         }
@@ -161,5 +166,25 @@ impl Default for DecoderLimits {
             max_binary_bytes: DEFAULT_MAX_BINARY_BYTES,
             max_pending_audio_bytes: DEFAULT_MAX_PENDING_AUDIO_BYTES,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pcm16_encodes_little_endian_and_round_trips() {
+        let samples = [0i16, 1, -1, i16::MIN, i16::MAX, 0x1234];
+        // A reused buffer, longer than the frame, is cleared first.
+        let mut bytes = vec![0xAA; 64];
+        AudioCodec::Pcm16.encode_to(&samples, &mut bytes);
+        assert_eq!(
+            bytes,
+            [0, 0, 1, 0, 0xFF, 0xFF, 0, 0x80, 0xFF, 0x7F, 0x34, 0x12]
+        );
+        let mut back = vec![7; 3];
+        AudioCodec::Pcm16.decode_to(&bytes, &mut back);
+        assert_eq!(back, samples);
     }
 }
