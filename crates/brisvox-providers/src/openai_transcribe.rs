@@ -325,10 +325,6 @@ async fn in_flight(slot: &mut Option<Transcription>) -> Result<String, ProviderE
     }
 }
 
-#[expect(
-    clippy::large_enum_variant,
-    reason = "built on the task's stack once per step, never queued"
-)]
 enum Step {
     Input(Option<SttInput>),
     Answered(Result<String, ProviderError>),

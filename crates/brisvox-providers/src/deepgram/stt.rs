@@ -284,10 +284,6 @@ async fn next_link_event(link: &mut Link) -> LinkEvent {
     }
 }
 
-#[expect(
-    clippy::large_enum_variant,
-    reason = "built on the task's stack once per step, never queued"
-)]
 enum Step {
     Input(Option<SttInput>),
     Link(LinkEvent),

@@ -266,10 +266,6 @@ async fn running(slot: &mut Option<(Running, oneshot::Receiver<Answer>)>) -> Opt
     }
 }
 
-#[expect(
-    clippy::large_enum_variant,
-    reason = "built on the task's stack once per step, never queued"
-)]
 enum Step {
     Input(Option<SttInput>),
     /// `None`: the thread dropped the job without answering.
