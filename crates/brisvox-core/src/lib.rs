@@ -8,6 +8,7 @@
 
 pub mod epoch;
 pub mod frame;
+pub mod gate;
 pub mod timeline;
 
 pub use epoch::Epoch;

@@ -25,7 +25,8 @@ pub mod config;
 pub mod controls;
 pub mod edge;
 pub mod events;
-pub mod gate;
+/// Waits polled only after they woke (in `brisvox-core`, so providers use it too).
+pub use brisvox_core::gate;
 pub mod models;
 pub mod playout;
 pub mod recording;

@@ -56,3 +56,20 @@ async fn stt_and_tts_tasks_end_with_their_sessions() {
     .await;
     assert!(sender.is_closed());
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_stt_session_whose_events_no_one_reads_ends_mid_utterance() {
+    let stt = MockStt::default();
+    let session = stt.connect(SttConfig::default()).await.unwrap();
+    assert_eq!(alive_tasks(), 1);
+    // Frames flow (the wait for the engine leaving is skipped at each one),
+    // then the engine drops the events while its sender lives on.
+    for _ in 0..10 {
+        session.send_audio(&speech_frame()).unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (sender, events) = session.split();
+    drop(events);
+    until_alive_tasks(0, "an STT session whose events no one reads ends").await;
+    assert!(sender.is_closed());
+}

@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
 
 use brisvox_audio::StreamResampler;
+use brisvox_core::gate::Gated;
 use tokio::sync::oneshot;
 
 use super::stt::{Answer, Counters, Job, LocalSttOptions, RECOGNIZER_RATE_HZ, Recognized};
@@ -300,6 +301,8 @@ impl SessionTask {
         // A second handle on the event queue, to notice the engine leaving
         // while `backend` is borrowed by the receive.
         let events = self.backend.events.clone();
+        // Polled only once it woke, not at every frame (see `brisvox_core::gate`).
+        let mut gone = Gated::new(events.closed());
         loop {
             if self.closing && self.running.is_none() && self.waiting.is_empty() {
                 break;
@@ -309,7 +312,7 @@ impl SessionTask {
                 answer = running(&mut self.running) => Step::Answered(answer),
                 // The engine dropped the events: the call is over. Dropping the
                 // task drops the reply slots, so the threads skip its jobs.
-                () = events.closed() => return,
+                () = &mut gone => return,
             };
             let event = match step {
                 Step::Input(Some(SttInput::Audio(frame))) => self

@@ -31,6 +31,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{DetRng, Fault, FaultPlan, Latency, streams, wait_until};
+use brisvox_core::gate::Gated;
+
 use crate::stt::{SttAudio, SttBackend, SttInput};
 use crate::{BoxFuture, ProviderError, SttConfig, SttEvent, SttProvider, SttSession};
 
@@ -366,6 +368,10 @@ fn gate(fault: Option<&Fault>, events_sent: u32) -> Gate {
 
 async fn run(mut backend: SttBackend, mut state: SessionState) {
     let events = backend.events.clone();
+    // One wait for the engine leaving, polled only once it woke: a new
+    // `closed()` per frame registered with the channel's notifier and
+    // unregistered again, two locks per frame.
+    let mut gone = Gated::new(events.closed());
     let end = loop {
         let due = if state.stalled {
             None
@@ -388,7 +394,7 @@ async fn run(mut backend: SttBackend, mut state: SessionState) {
                 }
             }
             // No one reads events any more: nothing left to do.
-            () = events.closed() => break None,
+            () = &mut gone => break None,
         }
     };
     // The engine may be gone already; there is no one else to tell.

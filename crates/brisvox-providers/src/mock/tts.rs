@@ -13,6 +13,7 @@ use tracing::Instrument as _;
 use super::lock;
 use std::time::Duration;
 
+use brisvox_core::gate::Gated;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -294,9 +295,11 @@ impl SessionActor {
             mut backend,
             mut state,
         } = self;
+        let events = &backend.events;
+        // Polled only once it woke, not at every chunk (see `brisvox_core::gate`).
+        let mut gone = Gated::new(events.closed());
         loop {
             let due = state.next_due();
-            let events = &backend.events;
             let wait_due = async {
                 let (i, at) = due?;
                 wait_until(at).await;
@@ -306,7 +309,7 @@ impl SessionActor {
                 biased;
                 () = backend.cancels.cancelled() => state.retire_cancelled(&backend.cancels),
                 // No one reads events any more: nothing left to do.
-                () = events.closed() => return,
+                () = &mut gone => return,
                 input = backend.input.recv() => {
                     if !state.on_input(input, events).await {
                         break;

@@ -12,6 +12,9 @@
 //!
 //! A skipped poll costs a waker compare and an atomic load; the task's waker
 //! is stored again only when the polling task changes.
+//!
+//! Here, in `brisvox-core`, so that provider sessions use it as well as the
+//! engine and the server (the engine re-exports it as `brisvox_engine::gate`).
 
 use std::future::Future;
 use std::pin::Pin;
