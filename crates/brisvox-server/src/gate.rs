@@ -146,10 +146,12 @@ fn rate_limited_response(state: &AppState, blocked: Blocked) -> Response {
 /// item in the server's profile at 1000 calls
 /// (`bench/results/framework-profile-2026-12-02.md`). 2 KiB holds the
 /// largest 20 ms audio message of any route (PCM16 at 48 kHz: 1920 bytes,
-/// and a carrier's JSON frame) in one read, and zero-fills half of what
-/// 4 KiB did (still 1.6 % of the server's CPU at 600 calls in
-/// `framework-profile-2026-12-04b.md`). A bigger message is still read
-/// whole: the buffer grows to a frame's announced length.
+/// and a carrier's JSON frame) in one read, and zero-fills half the bytes
+/// 4 KiB did; the CPU did not measurably follow (1.6 % of the server's CPU
+/// at 600 calls with 4 KiB, 1.9 % with 2 KiB, in
+/// `bench/results/framework-profile-2026-12-04b.md`): what remains is
+/// touching the buffer, which the read does anyway. A bigger message is
+/// still read whole: the buffer grows to a frame's announced length.
 const WS_READ_BUFFER_BYTES: usize = 2048;
 
 /// Admits a call (or answers 503) and runs `run` on the upgraded socket.
