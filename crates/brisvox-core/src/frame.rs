@@ -44,6 +44,13 @@ pub struct AudioFrame {
     sample_rate_hz: u32,
 }
 
+/// How long `samples` samples at `sample_rate_hz` (not zero) play, in whole
+/// nanoseconds rounded down: what [`AudioFrame::duration`] gives, for audio
+/// held in other containers.
+pub fn duration_of(samples: usize, sample_rate_hz: u32) -> Duration {
+    Duration::from_nanos(samples as u64 * 1_000_000_000 / u64::from(sample_rate_hz))
+}
+
 impl AudioFrame {
     /// A frame holding a copy of `samples` at `sample_rate_hz`.
     pub fn from_samples(samples: &[i16], sample_rate_hz: u32) -> Result<Self, FrameError> {
@@ -105,7 +112,7 @@ impl AudioFrame {
 
     /// How long the frame plays, from its sample count and rate (nanosecond exact).
     pub fn duration(&self) -> Duration {
-        Duration::from_nanos(u64::from(self.len) * 1_000_000_000 / u64::from(self.sample_rate_hz))
+        duration_of(usize::from(self.len), self.sample_rate_hz)
     }
 
     /// Whether every sample is zero (the benchmark client's "non-silent" test uses a threshold instead).

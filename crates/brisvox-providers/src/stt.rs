@@ -140,9 +140,7 @@ impl SttAudio {
 
     /// How long they last.
     pub fn duration(&self) -> Duration {
-        // As `AudioFrame::duration` counts it (whole nanoseconds, rounded down).
-        let nanos = self.samples.len() as u64 * 1_000_000_000 / u64::from(self.sample_rate_hz);
-        Duration::from_nanos(nanos)
+        brisvox_core::frame::duration_of(self.samples.len(), self.sample_rate_hz)
     }
 }
 
@@ -169,7 +167,8 @@ impl Drop for SttAudio {
     fn drop(&mut self) {
         let samples = std::mem::take(&mut self.samples);
         let mut state = self.home.lock();
-        if state.spare.len() < SPARE_BUFFERS {
+        // A session whose provider is gone takes no more frames: nothing to keep.
+        if state.backend_alive && state.spare.len() < SPARE_BUFFERS {
             state.spare.push(samples);
         } else {
             drop(state);
