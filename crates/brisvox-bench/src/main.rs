@@ -48,6 +48,7 @@ subcommands:
               --only SECTION     one section: silero, silero-paced (the VAD service
                                  paced, linger policies side by side),
                                  silero-inline (the If on sr inlined or not),
+                                 silero-native (Silero in Rust beside ONNX Runtime),
                                  smart-turn or smart-turn-options
               --out PATH         report file (default bench/results/model-cpu.md)
               --compare-model PATH  also measure another Silero model file
@@ -62,10 +63,11 @@ subcommands:
               (brisvox-bench lossy-proxy --help)";
 
 /// The sections of `model-cpu` that `--only` can pick.
-const SECTIONS: [&str; 5] = [
+const SECTIONS: [&str; 6] = [
     "silero",
     "silero-paced",
     "silero-inline",
+    "silero-native",
     "smart-turn",
     "smart-turn-options",
 ];
@@ -158,6 +160,9 @@ fn model_cpu(args: &[String]) -> Result<(), String> {
     }
     if run("silero-inline") {
         report.section(model_cpu::silero_inline_section(&opts.silero)?);
+    }
+    if run("silero-native") {
+        report.section(model_cpu::silero_native_section(&opts.silero)?);
     }
 
     // ---- Smart Turn section ------------------------------------------------------

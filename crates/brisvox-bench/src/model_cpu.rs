@@ -16,7 +16,8 @@ use brisvox_models::runtime;
 use brisvox_models::vad::linger::Linger;
 use brisvox_models::vad::service::{VadService, VadServiceConfig, VadStream};
 use brisvox_models::vad::silero::{
-    GraphOptimizationLevel, SileroBatch, SileroModel, SileroOptions, SileroRate, SileroState,
+    GraphOptimizationLevel, SileroBatch, SileroKernel, SileroModel, SileroOptions, SileroRate,
+    SileroState,
 };
 
 use crate::{alloc_count, cpu};
@@ -349,6 +350,7 @@ fn burst(
     cell.runs += rig.service.stats().batches - before.batches;
 }
 
+/// The model on ONNX Runtime (the sections that measure its sessions and graphs).
 pub(crate) fn load(
     optimization: GraphOptimizationLevel,
     intra_threads: usize,
@@ -357,9 +359,43 @@ pub(crate) fn load(
         sessions: 1,
         intra_threads,
         optimization,
+        kernel: SileroKernel::OnnxRuntime,
         ..SileroOptions::default()
     })
     .map_err(|e| e.to_string())
+}
+
+/// `model-cpu --only silero-native`: ONNX Runtime's sessions (A: the shipped graph
+/// for one row, the batch-folded one for more) beside the network in Rust (B, the
+/// default), side by side.
+pub(crate) fn silero_native_section(opts: &SileroBenchOptions) -> Result<String, String> {
+    let (audio, _) = audio();
+    let windows = Windows::new(audio);
+    let onnx = Arc::new(load(GraphOptimizationLevel::All, 1)?);
+    let native = Arc::new(
+        SileroModel::load_with(SileroOptions {
+            kernel: SileroKernel::Native,
+            ..SileroOptions::default()
+        })
+        .map_err(|e| e.to_string())?,
+    );
+    for m in [&onnx, &native] {
+        direct(m, &windows, 64, 0.2, &mut Cell::default());
+        direct(m, &windows, 1, 0.1, &mut Cell::default());
+    }
+    let mut md = String::from(
+        "## Silero VAD: computed in Rust (`SileroKernel::Native`) beside ONNX Runtime\n\n\
+         A: ONNX Runtime, one session, 1 intra-op thread, batches of two rows or more \
+         on the folded graph. B: the network in Rust from the same file's weights \
+         (`vad/native.rs`). Columns as in the side-by-side table of the Silero section.\n",
+    );
+    md.push_str(&compare(
+        ("ONNX Runtime (`SileroKernel::OnnxRuntime`)", &onnx),
+        ("Rust (`SileroKernel::Native`)", &native),
+        &windows,
+        opts,
+    ));
+    Ok(md)
 }
 
 /// `model-cpu --only silero-inline`: the graphs with the top-level `If` on `sr`
@@ -404,6 +440,7 @@ fn load_unfolded() -> Result<SileroModel, String> {
     SileroModel::load_with(SileroOptions {
         fold_batches: false,
         inline_16k: false,
+        kernel: SileroKernel::OnnxRuntime,
         ..SileroOptions::default()
     })
     .map_err(|e| e.to_string())
@@ -686,7 +723,14 @@ pub(crate) fn silero_section(opts: &SileroBenchOptions) -> Result<String, String
     ));
     if let Some(path) = &opts.compare_model {
         let other = Arc::new(
-            SileroModel::load_from(path, SileroOptions::default()).map_err(|e| e.to_string())?,
+            SileroModel::load_from(
+                path,
+                SileroOptions {
+                    kernel: SileroKernel::OnnxRuntime,
+                    ..SileroOptions::default()
+                },
+            )
+            .map_err(|e| e.to_string())?,
         );
         let name = format!("`{}`", path.display());
         md.push_str(&compare(

@@ -10,7 +10,7 @@ use brisvox_models::vad::detector::{VadDetector, VadEvent, VadParams};
 use brisvox_models::vad::silero::{
     FOLDED_TOLERANCE, SileroModel, SileroOptions, SileroRate, SileroState,
 };
-use vad_common::{Golden, goldens, max_abs_diff, model_or_skip, run_in_shared_batches};
+use vad_common::{Golden, goldens, max_abs_diff, onnx_model_or_skip, run_in_shared_batches};
 
 /// Three copies of each golden of a rate, staggered so that streams join and leave
 /// and runs hold from one row to all of them.
@@ -41,7 +41,9 @@ fn decisions(g: &Golden, probabilities: &[f32]) -> Vec<(u64, VadEvent)> {
 
 #[test]
 fn folded_batches_stay_within_the_bound_and_decide_the_same() {
-    let Some(model) = model_or_skip() else { return };
+    let Some(model) = onnx_model_or_skip() else {
+        return;
+    };
     for rate in [SileroRate::Hz16000, SileroRate::Hz8000] {
         let (group, starts) = staggered(rate);
         let refs: Vec<&Golden> = group.iter().collect();
@@ -77,12 +79,12 @@ fn folded_batches_stay_within_the_bound_and_decide_the_same() {
 
 #[test]
 fn the_folded_graph_is_what_runs_a_batch_and_a_lone_window_keeps_the_shipped_one() {
-    let Some(folded) = model_or_skip() else {
+    let Some(folded) = onnx_model_or_skip() else {
         return;
     };
     let shipped = SileroModel::load_with(SileroOptions {
         fold_batches: false,
-        ..SileroOptions::default()
+        ..vad_common::onnx_options()
     })
     .expect("the shipped graph loads");
     let (group, starts) = staggered(SileroRate::Hz16000);

@@ -9,20 +9,21 @@ mod vad_common;
 
 use brisvox_models::vad::silero::{SileroModel, SileroOptions, SileroRate};
 use vad_common::{
-    TOLERANCE, goldens, max_abs_diff, model_or_skip, one_window_at_a_time, run_in_shared_batches,
+    TOLERANCE, goldens, max_abs_diff, one_window_at_a_time, onnx_model_or_skip,
+    run_in_shared_batches,
 };
 
 fn load(inline_16k: bool) -> SileroModel {
     SileroModel::load_with(SileroOptions {
         inline_16k,
-        ..SileroOptions::default()
+        ..vad_common::onnx_options()
     })
     .expect("the graphs load")
 }
 
 #[test]
 fn one_window_at_a_time_every_golden_matches_at_both_rates() {
-    if model_or_skip().is_none() {
+    if onnx_model_or_skip().is_none() {
         return;
     }
     let model = load(true);
@@ -39,7 +40,7 @@ fn one_window_at_a_time_every_golden_matches_at_both_rates() {
 
 #[test]
 fn shared_batches_give_the_same_bits_as_the_graph_with_the_if() {
-    if model_or_skip().is_none() {
+    if onnx_model_or_skip().is_none() {
         return;
     }
     let (with_if, model) = (load(false), load(true));

@@ -7,12 +7,15 @@ mod vad_common;
 
 use brisvox_models::vad::silero::{SileroModel, SileroOptions, SileroRate};
 use vad_common::{
-    TOLERANCE, goldens, max_abs_diff, model_or_skip, one_window_at_a_time, run_in_shared_batches,
+    TOLERANCE, goldens, max_abs_diff, one_window_at_a_time, onnx_model_or_skip,
+    run_in_shared_batches,
 };
 
 #[test]
 fn every_window_of_every_golden_matches_one_stream_at_a_time() {
-    let Some(model) = model_or_skip() else { return };
+    let Some(model) = onnx_model_or_skip() else {
+        return;
+    };
     let goldens = goldens();
     assert!(
         goldens.iter().any(|g| g.rate == SileroRate::Hz8000),
@@ -39,12 +42,12 @@ fn every_window_of_every_golden_matches_one_stream_at_a_time() {
 
 #[test]
 fn the_same_windows_match_when_all_fixtures_of_a_rate_share_each_run() {
-    if model_or_skip().is_none() {
+    if onnx_model_or_skip().is_none() {
         return;
     }
     let model = SileroModel::load_with(SileroOptions {
         fold_batches: false,
-        ..SileroOptions::default()
+        ..vad_common::onnx_options()
     })
     .expect("the shipped graph loads");
     let goldens = goldens();

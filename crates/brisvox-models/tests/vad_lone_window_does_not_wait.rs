@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use brisvox_models::pool::{InferencePool, PoolConfig};
 use brisvox_models::vad::service::{VadService, VadServiceConfig, WindowOutcome};
-use brisvox_models::vad::silero::{SileroRate, SileroState};
+use brisvox_models::vad::silero::{NATIVE_TOLERANCE, SileroRate, SileroState};
 use vad_common::{goldens, model_or_skip};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -54,7 +54,7 @@ fn one_streams_window_completes_while_other_streams_stay_silent() {
             .recv_timeout(Duration::from_secs(10))
             .expect("a lone window never waits for a batch to fill");
         assert_eq!(outcome.seq, i as u64);
-        assert!((outcome.probability.unwrap() - g.probabilities[i]).abs() <= 1e-6);
+        assert!((outcome.probability.unwrap() - g.probabilities[i]).abs() <= NATIVE_TOLERANCE);
         latencies.push(at - sent);
     }
     let stats = service.stats();
@@ -98,6 +98,6 @@ fn an_inline_pool_delivers_the_outcome_inside_submit() {
         stream.submit(g.window(i)).unwrap();
         let (seq, p, thread) = rx.try_recv().expect("ready when submit returns");
         assert_eq!((seq, thread), (i as u64, caller));
-        assert!((p - g.probabilities[i]).abs() <= 1e-6);
+        assert!((p - g.probabilities[i]).abs() <= NATIVE_TOLERANCE);
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use brisvox_models::pool::{InferencePool, PoolConfig};
 use brisvox_models::vad::VadError;
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
-use brisvox_models::vad::silero::SileroRate;
+use brisvox_models::vad::silero::{NATIVE_TOLERANCE, SileroRate};
 use vad_common::{goldens, hold_the_worker, model_or_skip};
 
 #[test]
@@ -63,5 +63,5 @@ fn a_full_queue_refuses_the_newest_window_and_keeps_the_stream_usable() {
     assert_eq!(stream.submit(g.window(2)).unwrap(), 2);
     let o = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(o.seq, 2);
-    assert!((o.probability.unwrap() - g.probabilities[2]).abs() <= 1e-6);
+    assert!((o.probability.unwrap() - g.probabilities[2]).abs() <= NATIVE_TOLERANCE);
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use brisvox_models::pool::{InferencePool, PoolConfig, Priority};
 use brisvox_models::vad::service::{VadService, VadServiceConfig};
-use brisvox_models::vad::silero::SileroRate;
+use brisvox_models::vad::silero::{NATIVE_TOLERANCE, SileroRate};
 use vad_common::{goldens, hold_the_worker, model_or_skip};
 
 #[test]
@@ -50,7 +50,7 @@ fn a_window_refused_by_a_full_pool_waits_and_runs_in_order() {
         let o = rx.recv_timeout(Duration::from_secs(10)).unwrap();
         assert_eq!(o.seq, seq);
         let p = o.probability.unwrap();
-        assert!((p - g.probabilities[seq as usize]).abs() <= 1e-6);
+        assert!((p - g.probabilities[seq as usize]).abs() <= NATIVE_TOLERANCE);
     }
     assert_eq!(service.stats().windows_scored, 2);
 }

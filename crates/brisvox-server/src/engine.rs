@@ -1,7 +1,7 @@
 //! The call engine behind the websocket routes: [`EngineCallHandler`].
 //!
 //! One handler serves the whole process. It is built once at startup from the
-//! agent file: the models are loaded then (one Silero session and one Smart
+//! agent file: the models are loaded then (Silero's weights and one Smart
 //! Turn session per process, never per call), the VAD runs on its own inference
 //! pool with windows of every call batched together, and Smart Turn runs on a
 //! second pool so an analysis never delays VAD windows; the providers come
@@ -361,13 +361,14 @@ fn turn_config(agent: &AgentSettings) -> TurnConfig {
 }
 
 /// The batched Silero service on its own pool: `[runtime] vad_threads`
-/// threads (0: half the cores this process may use) with a session each, queues sized from `[limits] max_calls`
+/// threads (0: half the cores this process may use), queues sized from `[limits] max_calls`
 /// ([`pool_queue_capacity`](crate::agent::pool_queue_capacity) jobs per line,
 /// four windows per call, at least the service's default).
 fn silero_service(agent: &AgentSettings) -> Result<VadService, EngineSetupError> {
     let threads = agent.runtime.vad_threads_for(crate::agent::usable_cores());
-    // One ONNX Runtime session per pool thread: a session runs one batch at a
-    // time, so with fewer the extra threads would only wait for one.
+    // The windows are computed in Rust (`SileroKernel::Native`, no session); on
+    // ONNX Runtime it would be one session per pool thread, since a session runs
+    // one batch at a time.
     let options = SileroOptions {
         sessions: threads,
         ..SileroOptions::default()
@@ -382,7 +383,7 @@ fn silero_service(agent: &AgentSettings) -> Result<VadService, EngineSetupError>
     pool_config.high_capacity = queue;
     pool_config.normal_capacity = queue;
     let config = vad_service_config(agent);
-    tracing::info!(threads, sessions = threads, linger = ?config.linger, "Silero VAD pool started");
+    tracing::info!(threads, kernel = ?model.options().kernel, linger = ?config.linger, "Silero VAD pool started");
     Ok(VadService::new(
         Arc::new(model),
         InferencePool::new(pool_config),

@@ -81,8 +81,38 @@ fn is_then_branch(attr: &[u8]) -> bool {
 }
 
 /// The branch's nodes, decoded once.
-struct Branch {
+pub(super) struct Branch {
     nodes: Vec<Message>,
+}
+
+/// The nodes of the top-level `If`'s branch `which` (`then_branch`: 16 kHz,
+/// `else_branch`: 8 kHz) of the model `silero_vad.onnx` (its bytes).
+pub(super) fn top_if_branch(model: &[u8], which: &str) -> Result<Branch, OnnxWireError> {
+    let model = Message::decode(model)?;
+    let graph = Message::decode(
+        model
+            .bytes(MODEL_GRAPH)
+            .next()
+            .ok_or_else(|| structure("no graph"))?,
+    )?;
+    let branch = graph
+        .bytes(GRAPH_NODE)
+        .filter_map(|n| Message::decode(n).ok())
+        .find(|n| n.string(NODE_OP_TYPE) == Some("If"))
+        .ok_or_else(|| structure("no If on sr"))?
+        .bytes(NODE_ATTRIBUTE)
+        .filter_map(|a| Message::decode(a).ok())
+        .find(|a| a.string(ATTR_NAME) == Some(which))
+        .ok_or_else(|| structure(format!("no {which}")))?
+        .bytes(ATTR_G)
+        .next()
+        .map(Message::decode)
+        .ok_or_else(|| structure(format!("{which} is not a graph")))??;
+    let nodes = branch
+        .bytes(GRAPH_NODE)
+        .map(Message::decode)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Branch { nodes })
 }
 
 impl Branch {
@@ -94,7 +124,7 @@ impl Branch {
     }
 
     /// The float tensor a `Constant` node of the branch gives as `output`.
-    fn constant(&self, output: &str) -> Result<FloatTensor, OnnxWireError> {
+    pub(super) fn constant(&self, output: &str) -> Result<FloatTensor, OnnxWireError> {
         let n = self
             .nodes
             .iter()

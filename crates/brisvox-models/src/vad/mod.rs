@@ -19,6 +19,7 @@
 pub mod detector;
 mod fold;
 pub mod linger;
+mod native;
 pub mod service;
 pub mod silero;
 pub mod window;

@@ -41,6 +41,7 @@ use ort::value::TensorRef;
 
 use super::VadError;
 use super::fold;
+use super::native::{NativeSilero, Rows, Scratch};
 use crate::runtime;
 
 /// Length of one layer of the recurrent state.
@@ -54,6 +55,10 @@ const MAX_CONTEXT: usize = 64;
 /// Largest |p_folded - p_shipped| a batched run of the folded graph is allowed
 /// (float rounding of the reordered sums; the goldens' test measures about 2e-6).
 pub const FOLDED_TOLERANCE: f32 = 5e-6;
+/// Largest |p_native - p_onnx_runtime| allowed for [`SileroKernel::Native`]
+/// (float rounding of sums in another order, carried through the recurrent
+/// state; `tests/silero_native_keeps_every_speech_decision.rs` measures it).
+pub const NATIVE_TOLERANCE: f32 = 5e-6;
 
 /// The two sample rates the model takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -170,6 +175,24 @@ pub struct SileroOptions {
     /// sessions are built at the first 8 kHz run (the model file's 2.3 MB are
     /// kept until then).
     pub inline_16k: bool,
+    /// What computes the windows: brisvox's own code (the default) or ONNX
+    /// Runtime. With [`SileroKernel::Native`] no ONNX Runtime session is built and
+    /// the options above that shape sessions and graphs do not apply.
+    pub kernel: SileroKernel,
+}
+
+/// What computes Silero's windows (module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SileroKernel {
+    /// The network computed in Rust from the model file's weights
+    /// (`vad/native.rs`): no run overhead, so a lone window or a small batch costs
+    /// what its arithmetic costs; probabilities within [`NATIVE_TOLERANCE`] of
+    /// ONNX Runtime's.
+    #[default]
+    Native,
+    /// ONNX Runtime sessions of the model's graphs (the shipped one for single
+    /// windows, the batch-folded one for batches).
+    OnnxRuntime,
 }
 
 impl Default for SileroOptions {
@@ -180,6 +203,7 @@ impl Default for SileroOptions {
             optimization: GraphOptimizationLevel::All,
             fold_batches: true,
             inline_16k: true,
+            kernel: SileroKernel::Native,
         }
     }
 }
@@ -229,6 +253,8 @@ pub struct SileroModel {
     /// The batch-folded graph, for runs of two rows or more (16 kHz only with
     /// `inline_16k`).
     folded: Option<Sessions>,
+    /// With [`SileroKernel::Native`]: the network in Rust; no sessions are built.
+    native: Option<NativeSilero>,
     options: SileroOptions,
     path: std::path::PathBuf,
 }
@@ -261,6 +287,17 @@ impl SileroModel {
             path: path.to_owned(),
             reason: e.to_string(),
         })?;
+        if options.kernel == SileroKernel::Native {
+            return Ok(SileroModel {
+                shipped: OnceLock::new(),
+                bytes: Mutex::new(None),
+                single_16k: None,
+                folded: None,
+                native: Some(NativeSilero::load(&bytes)?),
+                options,
+                path: path.to_owned(),
+            });
+        }
         let rewritten = |what: &str, e: crate::onnx_wire::OnnxWireError| VadError::ModelFile {
             path: path.to_owned(),
             reason: format!("the {what} graph could not be built: {e}"),
@@ -288,6 +325,7 @@ impl SileroModel {
             bytes: Mutex::new(Some(bytes)),
             single_16k,
             folded,
+            native: None,
             options,
             path: path.to_owned(),
         };
@@ -370,6 +408,10 @@ impl SileroModel {
         if rows == 0 {
             return Ok(());
         }
+        if let Some(native) = &self.native {
+            native_batch(native, batch);
+            return Ok(());
+        }
         batch.pack_state();
         let row_len = batch.rate.row_len();
         let mut session = self.sessions_for(rows, batch.rate)?.guard();
@@ -396,6 +438,25 @@ impl SileroModel {
     }
 }
 
+/// Every row of `batch` through the network in Rust, outputs laid out as ONNX
+/// Runtime's (`[2, rows, 128]` states).
+fn native_batch(native: &NativeSilero, batch: &mut SileroBatch) {
+    let scratch = batch.native.get_or_insert_with(|| native.scratch());
+    native.run(
+        Rows {
+            rate: batch.rate,
+            rows: batch.rows,
+            input: &batch.input,
+            state_in: &batch.state_in,
+            state_in_stride: batch.capacity,
+            state_out: &mut batch.state_out,
+            probs: &mut batch.probs,
+        },
+        scratch,
+    );
+    batch.ran = true;
+}
+
 /// The buffers of one batched run, sized once for `capacity` rows and reused.
 #[derive(Debug, Clone)]
 pub struct SileroBatch {
@@ -412,6 +473,8 @@ pub struct SileroBatch {
     probs: Vec<f32>,
     sr: [i64; 1],
     ran: bool,
+    /// Working memory of [`SileroKernel::Native`], made at the batch's first run.
+    native: Option<Scratch>,
 }
 
 impl SileroBatch {
@@ -429,6 +492,7 @@ impl SileroBatch {
             probs: vec![0.0; capacity],
             sr: [i64::from(rate.hz())],
             ran: false,
+            native: None,
         }
     }
 

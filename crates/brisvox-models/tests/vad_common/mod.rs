@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 
 use brisvox_models::runtime;
 use brisvox_models::vad::silero::{
-    SileroBatch, SileroModel, SileroOptions, SileroRate, SileroState,
+    SileroBatch, SileroKernel, SileroModel, SileroOptions, SileroRate, SileroState,
 };
 
 /// One golden file of `tests/golden/silero/`.
@@ -98,14 +98,37 @@ fn fnv1a64(bytes: impl Iterator<Item = u8>) -> u64 {
 /// missing and CI is unset. With CI set a missing model fails the test.
 pub fn model_or_skip() -> Option<Arc<SileroModel>> {
     static MODEL: OnceLock<Result<Arc<SileroModel>, String>> = OnceLock::new();
-    let loaded = MODEL.get_or_init(|| {
+    loaded_or_skip(MODEL.get_or_init(|| {
         SileroModel::load_with(SileroOptions {
             sessions: 2,
             ..SileroOptions::default()
         })
         .map(Arc::new)
         .map_err(|e| e.to_string())
-    });
+    }))
+}
+
+/// As [`model_or_skip`], on ONNX Runtime (`SileroKernel::OnnxRuntime`) instead of
+/// the default kernel.
+pub fn onnx_model_or_skip() -> Option<Arc<SileroModel>> {
+    static MODEL: OnceLock<Result<Arc<SileroModel>, String>> = OnceLock::new();
+    loaded_or_skip(MODEL.get_or_init(|| {
+        SileroModel::load_with(onnx_options())
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    }))
+}
+
+/// The default options with ONNX Runtime computing the windows.
+pub fn onnx_options() -> SileroOptions {
+    SileroOptions {
+        sessions: 2,
+        kernel: SileroKernel::OnnxRuntime,
+        ..SileroOptions::default()
+    }
+}
+
+fn loaded_or_skip(loaded: &Result<Arc<SileroModel>, String>) -> Option<Arc<SileroModel>> {
     match loaded {
         Ok(m) => Some(Arc::clone(m)),
         Err(e) if !runtime::models_required() => {
