@@ -6,11 +6,12 @@
 
 mod vad_common;
 
-use brisvox_models::vad::detector::{VadDetector, VadEvent, VadParams};
 use brisvox_models::vad::silero::{
     FOLDED_TOLERANCE, SileroModel, SileroOptions, SileroRate, SileroState,
 };
-use vad_common::{Golden, goldens, max_abs_diff, onnx_model_or_skip, run_in_shared_batches};
+use vad_common::{
+    Golden, decisions, goldens, max_abs_diff, onnx_model_or_skip, run_in_shared_batches,
+};
 
 /// Three copies of each golden of a rate, staggered so that streams join and leave
 /// and runs hold from one row to all of them.
@@ -24,19 +25,6 @@ fn staggered(rate: SileroRate) -> (Vec<Golden>, Vec<usize>) {
         .collect();
     let starts = (0..copies.len()).map(|i| (i * 7) % 23).collect();
     (copies, starts)
-}
-
-fn decisions(g: &Golden, probabilities: &[f32]) -> Vec<(u64, VadEvent)> {
-    let mut detector = VadDetector::new(VadParams::default(), g.rate);
-    let n = g.rate.window_samples() as u64;
-    probabilities
-        .iter()
-        .enumerate()
-        .filter_map(|(i, &p)| {
-            let end = (i as u64 + 1) * n;
-            detector.handle_window(end, p).map(|e| (end, e))
-        })
-        .collect()
 }
 
 #[test]

@@ -7,26 +7,13 @@
 
 mod vad_common;
 
-use brisvox_models::vad::detector::{VadDetector, VadEvent, VadParams};
 use brisvox_models::vad::silero::{
     NATIVE_TOLERANCE, SileroKernel, SileroModel, SileroOptions, SileroRate, SileroState,
 };
 use vad_common::{
-    Golden, goldens, max_abs_diff, model_or_skip, one_window_at_a_time, run_in_shared_batches,
+    Golden, decisions, golden_16k, goldens, max_abs_diff, model_or_skip, one_window_at_a_time,
+    run_in_shared_batches,
 };
-
-fn decisions(g: &Golden, probabilities: &[f32]) -> Vec<(u64, VadEvent)> {
-    let mut detector = VadDetector::new(VadParams::default(), g.rate);
-    let n = g.rate.window_samples() as u64;
-    probabilities
-        .iter()
-        .enumerate()
-        .filter_map(|(i, &p)| {
-            let end = (i as u64 + 1) * n;
-            detector.handle_window(end, p).map(|e| (end, e))
-        })
-        .collect()
-}
 
 fn check(g: &Golden, got: &[f32], how: &str) -> (f32, usize) {
     let diff = max_abs_diff(got, &g.probabilities);
@@ -48,7 +35,7 @@ fn check(g: &Golden, got: &[f32], how: &str) -> (f32, usize) {
 }
 
 #[test]
-fn the_default_kernel_is_native_and_needs_no_session() {
+fn the_default_kernel_is_native() {
     let Some(model) = model_or_skip() else { return };
     assert_eq!(model.options().kernel, SileroKernel::Native);
     assert_eq!(SileroOptions::default().kernel, SileroKernel::Native);
@@ -106,10 +93,7 @@ fn shared_batches_give_each_stream_what_it_gets_alone() {
 #[test]
 fn a_fresh_state_and_a_reset_state_score_alike() {
     let Some(model) = model_or_skip() else { return };
-    let g = goldens()
-        .into_iter()
-        .find(|g| g.rate == SileroRate::Hz16000)
-        .expect("a 16 kHz golden");
+    let g = golden_16k();
     let mut a = SileroState::new(g.rate);
     let first: Vec<f32> = (0..8)
         .map(|i| model.process(&mut a, g.window(i)).unwrap())

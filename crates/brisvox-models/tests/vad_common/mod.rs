@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use brisvox_models::runtime;
+use brisvox_models::vad::detector::{VadDetector, VadEvent, VadParams};
 use brisvox_models::vad::silero::{
     SileroBatch, SileroKernel, SileroModel, SileroOptions, SileroRate, SileroState,
 };
@@ -217,6 +218,21 @@ pub fn hold_the_worker(
         .recv_timeout(std::time::Duration::from_secs(5))
         .unwrap();
     (release_tx, blocker)
+}
+
+/// The stop rule's decisions on `probabilities` (one per window of `g`): each
+/// event with the sample count at the end of its window.
+pub fn decisions(g: &Golden, probabilities: &[f32]) -> Vec<(u64, VadEvent)> {
+    let mut detector = VadDetector::new(VadParams::default(), g.rate);
+    let n = g.rate.window_samples() as u64;
+    probabilities
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &p)| {
+            let end = (i as u64 + 1) * n;
+            detector.handle_window(end, p).map(|e| (end, e))
+        })
+        .collect()
 }
 
 /// The first 16 kHz golden.
