@@ -76,8 +76,9 @@ fn goldens() -> Result<Vec<Golden>, String> {
 
 /// The configurations: a label and the settings (one option off the reference).
 /// The reference is Pipecat's run: the shipped graph on ONNX Runtime's own
-/// kernels; brisvox's default differs from it in the softmax kernel only (the
-/// second row), and every other row is the reference with one option changed.
+/// kernels; brisvox's default differs from it in the softmax kernel and the
+/// elementwise chains as lookup tables (the second row; the third has the softmax kernel
+/// alone), and every other row is the reference with one option changed.
 fn configurations() -> Vec<(&'static str, SmartTurnConfig)> {
     let mut rows = option_rows();
     for (_, config) in &mut rows {
@@ -86,9 +87,16 @@ fn configurations() -> Vec<(&'static str, SmartTurnConfig)> {
     rows.insert(
         1,
         (
-            "brisvox's exact softmax (the default)",
+            "brisvox's default (exact softmax, lookup tables)",
+            SmartTurnConfig::default(),
+        ),
+    );
+    rows.insert(
+        2,
+        (
+            "brisvox's exact softmax, no lookup tables",
             SmartTurnConfig {
-                softmax: SoftmaxKernel::Exact,
+                lookup_tables: false,
                 ..SmartTurnConfig::default()
             },
         ),

@@ -32,8 +32,11 @@ const MODEL_OPSET_IMPORT: u32 = 8;
 /// `OperatorSetIdProto.domain`, `.version`.
 const OPSET_DOMAIN: u32 = 1;
 const OPSET_VERSION: u32 = 2;
-/// `GraphProto.node`, `.output`.
+/// `GraphProto.node`, `.name`, `.initializer`, `.input`, `.output`.
 pub(crate) const GRAPH_NODE: u32 = 1;
+pub(crate) const GRAPH_NAME: u32 = 2;
+pub(crate) const GRAPH_INITIALIZER: u32 = 5;
+pub(crate) const GRAPH_INPUT: u32 = 11;
 pub(crate) const GRAPH_OUTPUT: u32 = 12;
 /// `ValueInfoProto.name`.
 pub(crate) const VALUE_INFO_NAME: u32 = 1;
@@ -55,15 +58,25 @@ const ATTR_TYPE: u32 = 20;
 const ATTR_TYPE_INT: u64 = 2;
 const ATTR_TYPE_TENSOR: u64 = 4;
 const ATTR_TYPE_INTS: u64 = 7;
-/// `TensorProto.dims`, `.data_type`, `.float_data`, `.name`, `.raw_data`.
+/// `TensorProto.dims`, `.data_type`, `.float_data`, `.int32_data`, `.name`, `.raw_data`.
 const TENSOR_DIMS: u32 = 1;
 const TENSOR_DATA_TYPE: u32 = 2;
 const TENSOR_FLOAT_DATA: u32 = 4;
-const TENSOR_NAME: u32 = 8;
+const TENSOR_INT32_DATA: u32 = 5;
+pub(crate) const TENSOR_NAME: u32 = 8;
 const TENSOR_RAW_DATA: u32 = 9;
 /// `TensorProto.DataType` values.
-const DATA_TYPE_FLOAT: u64 = 1;
+pub(crate) const DATA_TYPE_FLOAT: u64 = 1;
+pub(crate) const DATA_TYPE_UINT8: u64 = 2;
 const DATA_TYPE_INT64: u64 = 7;
+/// `ValueInfoProto.type`; `TypeProto.tensor_type`; `TypeProto.Tensor.elem_type`,
+/// `.shape`; `TensorShapeProto.dim`; `Dimension.dim_value`.
+const VALUE_INFO_TYPE: u32 = 2;
+const TYPE_TENSOR: u32 = 1;
+const TENSOR_TYPE_ELEM: u32 = 1;
+const TENSOR_TYPE_SHAPE: u32 = 2;
+const SHAPE_DIM: u32 = 1;
+const DIM_VALUE: u32 = 1;
 
 /// One field's value, as it travels on the wire.
 #[derive(Debug, Clone, PartialEq)]
@@ -209,7 +222,7 @@ impl Message {
         })
     }
 
-    fn push_bytes(&mut self, number: u32, bytes: impl Into<Vec<u8>>) {
+    pub(crate) fn push_bytes(&mut self, number: u32, bytes: impl Into<Vec<u8>>) {
         self.fields.push((number, Value::Bytes(bytes.into())));
     }
 
@@ -227,42 +240,131 @@ pub(crate) struct FloatTensor {
 
 /// Reads a float `TensorProto` (`raw_data` or `float_data`).
 pub(crate) fn float_tensor(tensor: &[u8]) -> Result<FloatTensor, OnnxWireError> {
-    let msg = Message::decode(tensor)?;
-    if msg.varint(TENSOR_DATA_TYPE) != Some(DATA_TYPE_FLOAT) {
+    let t = RawTensor::decode(tensor)?;
+    if t.data_type != DATA_TYPE_FLOAT {
         return Err(OnnxWireError::Structure(
             "a weight is not a float tensor".into(),
         ));
     }
-    let mut dims = Vec::new();
-    for (n, v) in &msg.fields {
-        match v {
-            Value::Varint(d) if *n == TENSOR_DIMS => dims.push(*d as usize),
-            Value::Bytes(packed) if *n == TENSOR_DIMS => {
-                let mut at = 0;
-                while at < packed.len() {
-                    dims.push(read_varint(packed, &mut at)? as usize);
-                }
-            }
-            _ => {}
-        }
-    }
-    let data = msg
-        .bytes(TENSOR_RAW_DATA)
-        .next()
-        .or_else(|| msg.bytes(TENSOR_FLOAT_DATA).next())
-        .unwrap_or_default();
-    let expected: usize = dims.iter().product();
-    if data.len() != expected * 4 {
-        return Err(OnnxWireError::Structure(format!(
-            "a weight of dims {dims:?} holds {} bytes",
-            data.len()
-        )));
-    }
-    let values = data
+    let values = t
+        .raw
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes(c.try_into().expect("chunks of 4")))
         .collect();
-    Ok(FloatTensor { dims, values })
+    Ok(FloatTensor {
+        dims: t.dims,
+        values,
+    })
+}
+
+/// A tensor of any element type as its dims, type and little-endian bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RawTensor {
+    pub(crate) name: String,
+    pub(crate) dims: Vec<usize>,
+    pub(crate) data_type: u64,
+    pub(crate) raw: Vec<u8>,
+}
+
+impl RawTensor {
+    /// Reads a float or uint8 `TensorProto` (`raw_data`, `float_data` or
+    /// `int32_data`); other element types are a structure error.
+    pub(crate) fn decode(tensor: &[u8]) -> Result<RawTensor, OnnxWireError> {
+        let msg = Message::decode(tensor)?;
+        let data_type = msg.varint(TENSOR_DATA_TYPE).unwrap_or(0);
+        let width = match data_type {
+            DATA_TYPE_FLOAT => 4,
+            DATA_TYPE_UINT8 => 1,
+            other => {
+                return Err(OnnxWireError::Structure(format!(
+                    "tensor of data type {other} (only float and uint8 are read)"
+                )));
+            }
+        };
+        let mut dims = Vec::new();
+        for (n, v) in &msg.fields {
+            match v {
+                Value::Varint(d) if *n == TENSOR_DIMS => dims.push(*d as usize),
+                Value::Bytes(packed) if *n == TENSOR_DIMS => {
+                    let mut at = 0;
+                    while at < packed.len() {
+                        dims.push(read_varint(packed, &mut at)? as usize);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let raw = if let Some(raw) = msg.bytes(TENSOR_RAW_DATA).next() {
+            raw.to_vec()
+        } else if data_type == DATA_TYPE_FLOAT {
+            msg.bytes(TENSOR_FLOAT_DATA).next().unwrap_or_default().to_vec()
+        } else {
+            // uint8 values travel as int32_data varints (packed or not).
+            let mut raw = Vec::new();
+            for (n, v) in &msg.fields {
+                match v {
+                    Value::Varint(x) if *n == TENSOR_INT32_DATA => raw.push(*x as u8),
+                    Value::Bytes(packed) if *n == TENSOR_INT32_DATA => {
+                        let mut at = 0;
+                        while at < packed.len() {
+                            raw.push(read_varint(packed, &mut at)? as u8);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            raw
+        };
+        let expected: usize = dims.iter().product();
+        if raw.len() != expected * width {
+            return Err(OnnxWireError::Structure(format!(
+                "a tensor of dims {dims:?} holds {} bytes",
+                raw.len()
+            )));
+        }
+        Ok(RawTensor {
+            name: msg.string(TENSOR_NAME).unwrap_or("").to_owned(),
+            dims,
+            data_type,
+            raw,
+        })
+    }
+
+    /// The one value of a one-value float tensor.
+    pub(crate) fn scalar_f32(&self) -> Option<f32> {
+        (self.data_type == DATA_TYPE_FLOAT && self.raw.len() == 4)
+            .then(|| f32::from_le_bytes(self.raw[..4].try_into().expect("4 bytes")))
+    }
+
+    /// The one value of a one-value uint8 tensor.
+    pub(crate) fn scalar_u8(&self) -> Option<u8> {
+        (self.data_type == DATA_TYPE_UINT8 && self.raw.len() == 1).then(|| self.raw[0])
+    }
+}
+
+/// An encoded `TensorProto` (for `GraphProto.initializer`) of `data_type`
+/// holding `raw` (little-endian values).
+pub(crate) fn initializer(name: &str, dims: &[usize], data_type: u64, raw: Vec<u8>) -> Vec<u8> {
+    tensor_proto(name, dims, data_type, raw)
+}
+
+/// An encoded `ValueInfoProto` of a tensor of `data_type` and `dims`.
+pub(crate) fn value_info(name: &str, data_type: u64, dims: &[usize]) -> Vec<u8> {
+    let mut shape = Message::default();
+    for &d in dims {
+        let mut dim = Message::default();
+        dim.push_varint(DIM_VALUE, d as u64);
+        shape.push_bytes(SHAPE_DIM, dim.encode());
+    }
+    let mut tensor = Message::default();
+    tensor.push_varint(TENSOR_TYPE_ELEM, data_type);
+    tensor.push_bytes(TENSOR_TYPE_SHAPE, shape.encode());
+    let mut ty = Message::default();
+    ty.push_bytes(TYPE_TENSOR, tensor.encode());
+    let mut info = Message::default();
+    info.push_bytes(VALUE_INFO_NAME, name);
+    info.push_bytes(VALUE_INFO_TYPE, ty.encode());
+    info.encode()
 }
 
 fn tensor_proto(name: &str, dims: &[usize], data_type: u64, raw: Vec<u8>) -> Vec<u8> {
@@ -317,8 +419,16 @@ pub(crate) fn custom_node(domain: &str, op: &str, inputs: &[&str], outputs: &[&s
     n.encode()
 }
 
-/// `model` (a decoded `ModelProto`) with an opset import of `domain` at `version`.
+/// `model` (a decoded `ModelProto`) with an opset import of `domain` at
+/// `version`, unless it imports that domain already.
 pub(crate) fn add_opset_import(model: &mut Message, domain: &str, version: u64) {
+    let imported = model
+        .bytes(MODEL_OPSET_IMPORT)
+        .filter_map(|b| Message::decode(b).ok())
+        .any(|o| o.string(OPSET_DOMAIN) == Some(domain));
+    if imported {
+        return;
+    }
     let mut opset = Message::default();
     opset.push_bytes(OPSET_DOMAIN, domain);
     opset.push_varint(OPSET_VERSION, version);
@@ -411,6 +521,23 @@ mod tests {
         let t = float_tensor(attr.bytes(ATTR_T).next().unwrap()).unwrap();
         assert_eq!(t.dims, vec![2, 3]);
         assert_eq!(t.values, vec![1.0, 2.0, 3.0, 4.0, 5.0, -6.5]);
+    }
+
+    #[test]
+    fn a_uint8_tensor_reads_from_raw_data_or_int32_data() {
+        let t = RawTensor::decode(&initializer("z", &[], DATA_TYPE_UINT8, vec![140])).unwrap();
+        assert_eq!((t.name.as_str(), t.scalar_u8(), t.scalar_f32()), ("z", Some(140), None));
+        // The same value as an int32_data varint, as some exporters write it.
+        let mut m = Message::default();
+        m.push_varint(TENSOR_DATA_TYPE, DATA_TYPE_UINT8);
+        m.push_bytes(TENSOR_NAME, "z");
+        m.push_varint(TENSOR_INT32_DATA, 140);
+        assert_eq!(RawTensor::decode(&m.encode()).unwrap().scalar_u8(), Some(140));
+        let f = RawTensor::decode(&initializer("s", &[1], DATA_TYPE_FLOAT, 0.5f32.to_le_bytes().to_vec()))
+            .unwrap();
+        assert_eq!(f.scalar_f32(), Some(0.5));
+        // Dims that do not match the data are an error, not a panic.
+        assert!(RawTensor::decode(&initializer("w", &[3], DATA_TYPE_UINT8, vec![1, 2])).is_err());
     }
 
     #[test]

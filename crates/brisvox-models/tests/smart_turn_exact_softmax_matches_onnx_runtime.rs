@@ -85,6 +85,12 @@ fn the_exact_softmax_gives_onnx_runtimes_probabilities_bit_for_bit() {
                 "the four attention softmaxes"
             );
             assert_eq!(ours.softmax_fallback(), None);
+            // The default also runs elementwise chains as lookup tables
+            // (qlookup.rs): the GELUs of the 4 FFN layers, the 2 convolutions
+            // and the classifier, and the query and value projections' bias
+            // (and scale) of the 4 attention layers.
+            assert_eq!(ours.lookup_fallback(), None);
+            assert_eq!(ours.lookup_chains(), 15, "7 GELUs and 8 projections");
         }
         Err(why) => {
             // Not this repository's machines so far: say so, and check the fallback.
@@ -172,4 +178,38 @@ fn a_graph_without_a_quantised_softmax_loads_as_shipped_and_says_why() {
     if SmartTurn::exact_softmax_check().is_ok() {
         assert!(why.contains("no quantised softmax"), "{why}");
     }
+}
+
+/// The elementwise chains as lookup tables (the default) against the same
+/// graph with them on ONNX Runtime's operators: the same probability to the
+/// bit on every golden case; turned off, no chain is tabulated and nothing is said.
+#[test]
+fn the_lookup_tables_give_the_bits_of_onnx_runtimes_operators() {
+    if !models_available("the_lookup_tables_give_the_bits_of_onnx_runtimes_operators") {
+        return;
+    }
+    if SmartTurn::exact_softmax_check().is_err() {
+        println!("the tables ride on the exact-softmax graph, not used on this CPU");
+        return;
+    }
+    let tabled = load(SoftmaxKernel::Exact, GraphOptimization::All);
+    let plain = SmartTurn::load(SmartTurnConfig {
+        lookup_tables: false,
+        ..SmartTurnConfig::default()
+    })
+    .expect("Smart Turn loads");
+    assert_eq!(tabled.lookup_chains(), 15, "{:?}", tabled.lookup_fallback());
+    assert_eq!((plain.lookup_chains(), plain.lookup_fallback()), (0, None));
+    assert_eq!(plain.exact_softmax_nodes(), 4);
+    for case in cases() {
+        let f = golden_features(&case);
+        let (a, b) = (
+            tabled.probability_of_features(&f).expect("runs"),
+            plain.probability_of_features(&f).expect("runs"),
+        );
+        assert_eq!(a.to_bits(), b.to_bits(), "{}: {a} vs {b}", case.name);
+    }
+    // The softmax on ONNX Runtime's kernel means the shipped graph: no tables.
+    let shipped = load(SoftmaxKernel::OnnxRuntime, GraphOptimization::All);
+    assert_eq!(shipped.lookup_chains(), 0);
 }

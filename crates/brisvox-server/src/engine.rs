@@ -429,12 +429,19 @@ fn smart_turn_source(agent: &AgentSettings) -> Result<VerdictSource, EngineSetup
     match model.softmax_fallback() {
         None => tracing::info!(
             exact_softmax_nodes = model.exact_softmax_nodes(),
+            lookup_chains = model.lookup_chains(),
             "Smart Turn attention softmax on brisvox's kernel (ONNX Runtime's output, bit for bit)"
         ),
         Some(why) => tracing::warn!(
             reason = why,
             "Smart Turn attention softmax left on ONNX Runtime's kernel (same output, more CPU)"
         ),
+    }
+    if let Some(why) = model.lookup_fallback() {
+        tracing::warn!(
+            reason = why,
+            "Smart Turn elementwise chains left on ONNX Runtime's operators (same output, more CPU)"
+        );
     }
     Ok(VerdictSource::Service(service))
 }

@@ -17,6 +17,16 @@
 //! fails, the shipped graph is loaded instead ([`SmartTurn::exact_softmax_nodes`]
 //! and [`SmartTurn::softmax_fallback`] say which runs and why).
 //!
+//! On that rewritten graph, each chain of float operators between two uint8
+//! tensors that depends only on the input value and its column (the seven
+//! GELUs, the query and value projections' bias and scale) becomes a lookup
+//! table by default ([`SmartTurnConfig::lookup_tables`], `qlookup.rs`): ONNX
+//! Runtime computes the 256 values of every column once at load and each
+//! analysis looks them up. The graph with tables is compared with the
+//! graph without them on probe inputs before it is used, to the bit; otherwise
+//! the graph without tables runs ([`SmartTurn::lookup_chains`],
+//! [`SmartTurn::lookup_fallback`]).
+//!
 //! A [`SmartTurn`] is loaded once per process and shared (`Arc`): it holds one
 //! ONNX Runtime session per *lane* (one by default) with the feature extractor and
 //! the feature buffer that go with it, each lane behind a mutex, so an analysis
@@ -34,7 +44,7 @@ use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
 use ort::value::TensorRef;
 
 use super::features::{FEATURES_LEN, FeatureExtractor, N_FRAMES, N_MELS, WINDOW_SAMPLES};
-use super::qsoftmax;
+use super::{qlookup, qsoftmax};
 use crate::runtime::{self, RuntimeError};
 
 /// Default ONNX Runtime intra-op threads for one analysis.
@@ -111,6 +121,11 @@ pub struct SmartTurnConfig {
     pub graph_optimization: GraphOptimization,
     /// The attention softmax's kernel; the output is the same either way.
     pub softmax: SoftmaxKernel,
+    /// Whether the graph's elementwise chains (GELUs, projection bias and
+    /// scale) run as lookup tables computed by ONNX Runtime at load (the
+    /// default); the output is the same either way. Applies with
+    /// [`SoftmaxKernel::Exact`] at the levels that fuse the softmax.
+    pub lookup_tables: bool,
     /// Whether ONNX Runtime's intra-op workers spin while waiting for work (its
     /// default, true). Spinning buys latency with CPU: at 2 intra-op threads the
     /// idle worker burns tens of ms of CPU after every analysis. Matters only with
@@ -157,6 +172,7 @@ impl Default for SmartTurnConfig {
             sessions: 1,
             graph_optimization: GraphOptimization::All,
             softmax: SoftmaxKernel::Exact,
+            lookup_tables: true,
             intra_op_spinning: true,
             model_path: None,
             session: SessionOptions::default(),
@@ -232,6 +248,8 @@ pub struct SmartTurn {
     config: SmartTurnConfig,
     exact_softmax_nodes: usize,
     softmax_fallback: Option<String>,
+    lookup_chains: usize,
+    lookup_fallback: Option<String>,
 }
 
 impl std::fmt::Debug for SmartTurn {
@@ -263,13 +281,15 @@ impl SmartTurn {
             // CPU, a graph the rewrite does not expect, a session that refuses
             // it) falls back to the shipped graph below.
             match Self::exact_lanes(&config, &path) {
-                Ok((lanes, nodes)) => {
+                Ok(exact) => {
                     return Ok(SmartTurn {
-                        lanes,
+                        lanes: exact.lanes,
                         next_lane: AtomicUsize::new(0),
                         config,
-                        exact_softmax_nodes: nodes,
+                        exact_softmax_nodes: exact.softmax_nodes,
                         softmax_fallback: None,
+                        lookup_chains: exact.lookup_chains,
+                        lookup_fallback: exact.lookup_fallback,
                     });
                 }
                 Err(why) => softmax_fallback = Some(why),
@@ -288,33 +308,56 @@ impl SmartTurn {
             config,
             exact_softmax_nodes: 0,
             softmax_fallback,
+            lookup_chains: 0,
+            lookup_fallback: None,
         })
     }
 
-    /// Sessions on the graph with its softmaxes on our kernel, and how many
-    /// nodes that is; why not, when it cannot be used.
-    fn exact_lanes(
-        config: &SmartTurnConfig,
-        path: &std::path::Path,
-    ) -> Result<(Vec<Mutex<Lane>>, usize), String> {
+    /// Sessions on the graph with its softmaxes on our kernel (and its
+    /// elementwise chains as tables when asked for and they check out); why not, when the softmax
+    /// kernel cannot be used.
+    fn exact_lanes(config: &SmartTurnConfig, path: &std::path::Path) -> Result<ExactLanes, String> {
         qsoftmax::check_against_onnx_runtime()?;
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (graph, nodes) = qsoftmax::rewrite_model(&bytes).map_err(|e| e.to_string())?;
-        if nodes == 0 {
+        let (graph, softmax_nodes) = qsoftmax::rewrite_model(&bytes).map_err(|e| e.to_string())?;
+        if softmax_nodes == 0 {
             return Err("the graph has no quantised softmax to run".to_owned());
         }
+        let build = |graph: &[u8]| -> Result<Session, String> {
+            session_builder(config)
+                .map_err(|e| e.to_string())?
+                .with_operators(custom_operators().map_err(|e| e.to_string())?)
+                .map_err(|e| e.to_string())?
+                .commit_from_memory(graph)
+                .map_err(|e| e.to_string())
+        };
+        let mut lookup_fallback = None;
+        if config.lookup_tables {
+            match tabled_graph(&graph, &build) {
+                Ok((tabled, first, chains)) => {
+                    let mut lanes = vec![Lane::new(first)];
+                    for _ in 1..config.sessions {
+                        lanes.push(Lane::new(build(&tabled)?));
+                    }
+                    return Ok(ExactLanes {
+                        lanes,
+                        softmax_nodes,
+                        lookup_chains: chains,
+                        lookup_fallback: None,
+                    });
+                }
+                Err(why) => lookup_fallback = Some(why),
+            }
+        }
         let lanes = (0..config.sessions)
-            .map(|_| {
-                let session = session_builder(config)
-                    .map_err(|e| e.to_string())?
-                    .with_operators(qsoftmax::domain().map_err(|e| e.to_string())?)
-                    .map_err(|e| e.to_string())?
-                    .commit_from_memory(&graph)
-                    .map_err(|e| e.to_string())?;
-                Ok(Lane::new(session))
-            })
+            .map(|_| Ok(Lane::new(build(&graph)?)))
             .collect::<Result<Vec<_>, String>>()?;
-        Ok((lanes, nodes))
+        Ok(ExactLanes {
+            lanes,
+            softmax_nodes,
+            lookup_chains: 0,
+            lookup_fallback,
+        })
     }
 
     /// Why the attention softmax runs on ONNX Runtime's kernel although
@@ -340,6 +383,22 @@ impl SmartTurn {
         self.exact_softmax_nodes
     }
 
+    /// How many elementwise chains run as lookup tables ([`SmartTurnConfig::lookup_tables`]):
+    /// 15 for Smart Turn v3.2 by default (7 GELUs, 8 projections); 0 when they run on ONNX Runtime's
+    /// operators (not asked for, the softmax on ONNX Runtime's kernel, or the
+    /// fallback).
+    pub fn lookup_chains(&self) -> usize {
+        self.lookup_chains
+    }
+
+    /// Why the elementwise chains run on ONNX Runtime's operators although tables were
+    /// asked for: the tables could not be computed, the graph with them could
+    /// not be loaded, or it differed from the graph without them on a probe
+    /// input. `None` when not asked for or in use.
+    pub fn lookup_fallback(&self) -> Option<&str> {
+        self.lookup_fallback.as_deref()
+    }
+
     /// The configuration in use (thread and session counts raised to at least 1).
     pub fn config(&self) -> &SmartTurnConfig {
         &self.config
@@ -348,15 +407,7 @@ impl SmartTurn {
     /// Runs every session twice on speech-like input so the first real analysis
     /// does not pay ONNX Runtime's first-run costs (allocations, kernel selection).
     pub fn warm_up(&self) -> Result<(), SmartTurnError> {
-        // A deterministic chirp with an envelope: not silence, so every code path
-        // of the quantised graph sees realistic ranges.
-        let pcm: Vec<i16> = (0..WINDOW_SAMPLES / 2)
-            .map(|i| {
-                let t = i as f64 / 16_000.0;
-                let env = (t * 3.0 * std::f64::consts::PI).sin().abs();
-                (env * (2.0 * std::f64::consts::PI * (150.0 + 400.0 * t) * t).sin() * 6000.0) as i16
-            })
-            .collect();
+        let pcm = chirp();
         for lane in &self.lanes {
             let mut lane = lock(lane);
             for _ in 0..2 {
@@ -394,6 +445,67 @@ impl SmartTurn {
         let i = self.next_lane.fetch_add(1, Ordering::Relaxed) % self.lanes.len();
         lock(&self.lanes[i])
     }
+}
+
+/// What [`SmartTurn::exact_lanes`] built.
+struct ExactLanes {
+    lanes: Vec<Mutex<Lane>>,
+    softmax_nodes: usize,
+    lookup_chains: usize,
+    lookup_fallback: Option<String>,
+}
+
+/// The custom operators of the rewritten graphs: the softmax and the lookups.
+fn custom_operators() -> ort::Result<ort::operator::OperatorDomain> {
+    qlookup::add_operators(qsoftmax::domain()?)
+}
+
+/// A deterministic chirp with an envelope, 4 s: not silence, so every code
+/// path of the quantised graph sees realistic ranges.
+fn chirp() -> Vec<i16> {
+    (0..WINDOW_SAMPLES / 2)
+        .map(|i| {
+            let t = i as f64 / 16_000.0;
+            let env = (t * 3.0 * std::f64::consts::PI).sin().abs();
+            (env * (2.0 * std::f64::consts::PI * (150.0 + 400.0 * t) * t).sin() * 6000.0) as i16
+        })
+        .collect()
+}
+
+/// `graph` with its elementwise chains as lookup tables, a session on it and the
+/// number of chains; checked first against `graph` itself on probe inputs (the
+/// chirp, and 8 s of noise from a fixed seed), probability bit for bit.
+fn tabled_graph(
+    graph: &[u8],
+    build: &dyn Fn(&[u8]) -> Result<Session, String>,
+) -> Result<(Vec<u8>, Session, usize), String> {
+    let (tabled, chains) = qlookup::rewrite_model(graph)?;
+    if chains == 0 {
+        return Err("the graph has no elementwise chain to tabulate".to_owned());
+    }
+    let mut reference = build(graph)?;
+    let mut candidate = build(&tabled)?;
+    let mut seed = 0x9e37_79b9_u32;
+    let noise: Vec<i16> = (0..WINDOW_SAMPLES)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed >> 20) as i16 - 2048
+        })
+        .collect();
+    let mut extractor = FeatureExtractor::new();
+    for (what, pcm) in [("the chirp", chirp()), ("the noise", noise)] {
+        let features = extractor.compute(&pcm);
+        let a = run_model(&mut reference, &features).map_err(|e| e.to_string())?;
+        let b = run_model(&mut candidate, &features).map_err(|e| e.to_string())?;
+        if a.to_bits() != b.to_bits() {
+            return Err(format!(
+                "on {what} the graph with lookup tables gives {b}, without them {a}"
+            ));
+        }
+    }
+    Ok((tabled, candidate, chains))
 }
 
 /// A session builder with `config`'s execution settings.
