@@ -536,7 +536,7 @@ smart_turn_threads = 2
         use brisvox_models::vad::linger::Linger;
         let parse = |text| AgentSettings::from_toml_str(text, &|_| None).expect("valid");
         let linger = |text| vad_service_config(&parse(text)).linger;
-        assert_eq!(linger(""), Linger::Adaptive(Duration::from_millis(8)));
+        assert_eq!(linger(""), Linger::Adaptive(Duration::from_millis(4)));
         assert_eq!(
             linger("[runtime]\nvad_linger_ms = 7\n"),
             Linger::Adaptive(Duration::from_millis(7))

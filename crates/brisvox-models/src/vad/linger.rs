@@ -21,13 +21,9 @@
 //!   at once;
 //! - a call alone (or a handful) never waits: one stream gives 0 others.
 //!
-//! The wait delays a window's probability by at most `max` (8 ms by default),
+//! The wait delays a window's probability by at most `max` (4 ms by default),
 //! which lands on barge-in and end-of-speech detection whose own thresholds are
-//! hundreds of milliseconds. The default was 4 ms until Silero ran in Rust;
-//! with the native kernel a run's cost is mostly its start on cold caches, and
-//! at 32 aligned calls on one core 8 ms took the rows per run from 3.2 to 5.3
-//! and the server's CPU per call down by about 6 %, for 1 ms more p50 and 3 ms
-//! more p95 voice-to-voice (`bench/results/model-cpu-per-call-2026-12-04-lookup/`). Batching changes which graph scores a window (a
+//! hundreds of milliseconds. Batching changes which graph scores a window (a
 //! lone row runs the shipped graph, a batch the folded one), which moves a
 //! probability by at most [`super::silero::FOLDED_TOLERANCE`]; the service already
 //! batched whatever happened to wait, so this is no new kind of difference.
@@ -49,7 +45,7 @@ const WINDOW_PERIOD: Duration = Duration::from_millis(32);
 pub const MIN_COMPANY: f64 = 2.0;
 
 /// The default bound of [`Linger::Adaptive`].
-pub const DEFAULT_MAX_LINGER: Duration = Duration::from_millis(8);
+pub const DEFAULT_MAX_LINGER: Duration = Duration::from_millis(4);
 
 /// Whether and how long a batch job that starts with a small batch waits for more
 /// windows (module docs).

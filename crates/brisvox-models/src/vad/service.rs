@@ -65,7 +65,7 @@ pub struct VadServiceConfig {
     /// Whether a batch job that starts with fewer than `max_batch` windows waiting
     /// holds its worker to let the batch grow, and for how long at most (measured
     /// from the oldest waiting window); it runs as soon as `max_batch` windows
-    /// wait. Default: [`Linger::Adaptive`] up to 8 ms, which waits only when the
+    /// wait. Default: [`Linger::Adaptive`] up to 4 ms, which waits only when the
     /// streams active lately will send at least two more windows meanwhile (never
     /// for a call alone). Fewer, bigger model runs under moderate load, at the
     /// cost of up to the bound of VAD latency. Ignored on an inline pool.
