@@ -297,7 +297,10 @@ impl RawTensor {
         let raw = if let Some(raw) = msg.bytes(TENSOR_RAW_DATA).next() {
             raw.to_vec()
         } else if data_type == DATA_TYPE_FLOAT {
-            msg.bytes(TENSOR_FLOAT_DATA).next().unwrap_or_default().to_vec()
+            msg.bytes(TENSOR_FLOAT_DATA)
+                .next()
+                .unwrap_or_default()
+                .to_vec()
         } else {
             // uint8 values travel as int32_data varints (packed or not).
             let mut raw = Vec::new();
@@ -526,15 +529,26 @@ mod tests {
     #[test]
     fn a_uint8_tensor_reads_from_raw_data_or_int32_data() {
         let t = RawTensor::decode(&initializer("z", &[], DATA_TYPE_UINT8, vec![140])).unwrap();
-        assert_eq!((t.name.as_str(), t.scalar_u8(), t.scalar_f32()), ("z", Some(140), None));
+        assert_eq!(
+            (t.name.as_str(), t.scalar_u8(), t.scalar_f32()),
+            ("z", Some(140), None)
+        );
         // The same value as an int32_data varint, as some exporters write it.
         let mut m = Message::default();
         m.push_varint(TENSOR_DATA_TYPE, DATA_TYPE_UINT8);
         m.push_bytes(TENSOR_NAME, "z");
         m.push_varint(TENSOR_INT32_DATA, 140);
-        assert_eq!(RawTensor::decode(&m.encode()).unwrap().scalar_u8(), Some(140));
-        let f = RawTensor::decode(&initializer("s", &[1], DATA_TYPE_FLOAT, 0.5f32.to_le_bytes().to_vec()))
-            .unwrap();
+        assert_eq!(
+            RawTensor::decode(&m.encode()).unwrap().scalar_u8(),
+            Some(140)
+        );
+        let f = RawTensor::decode(&initializer(
+            "s",
+            &[1],
+            DATA_TYPE_FLOAT,
+            0.5f32.to_le_bytes().to_vec(),
+        ))
+        .unwrap();
         assert_eq!(f.scalar_f32(), Some(0.5));
         // Dims that do not match the data are an error, not a panic.
         assert!(RawTensor::decode(&initializer("w", &[3], DATA_TYPE_UINT8, vec![1, 2])).is_err());
