@@ -9,6 +9,8 @@
 //!
 //! Field numbers are those of `onnx.proto` (ONNX 1.x, stable since IR version 3).
 
+use std::collections::HashMap;
+
 /// Why an ONNX model could not be decoded or rewritten.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -222,6 +224,52 @@ impl Message {
         })
     }
 
+    /// Every value of repeated varint field `number`, packed or not, in order.
+    pub(crate) fn varints(&self, number: u32) -> Result<Vec<u64>, OnnxWireError> {
+        let mut out = Vec::new();
+        for (n, v) in &self.fields {
+            match v {
+                Value::Varint(x) if *n == number => out.push(*x),
+                Value::Bytes(packed) if *n == number => {
+                    let mut at = 0;
+                    while at < packed.len() {
+                        out.push(read_varint(packed, &mut at)?);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// A decoded `GraphProto` with node `i` dropped where `fate[i]` is `None`
+    /// and replaced by the encoded node where it is `Some`; other fields and
+    /// nodes stay in order.
+    pub(crate) fn replace_nodes(
+        &mut self,
+        node_field: u32,
+        mut fate: HashMap<usize, Option<Vec<u8>>>,
+    ) {
+        let mut index = 0;
+        let mut fields = Vec::with_capacity(self.fields.len());
+        for (number, value) in self.fields.drain(..) {
+            if number == node_field && matches!(value, Value::Bytes(_)) {
+                let i = index;
+                index += 1;
+                match fate.remove(&i) {
+                    Some(None) => continue,
+                    Some(Some(bytes)) => {
+                        fields.push((number, Value::Bytes(bytes)));
+                        continue;
+                    }
+                    None => {}
+                }
+            }
+            fields.push((number, value));
+        }
+        self.fields = fields;
+    }
+
     pub(crate) fn push_bytes(&mut self, number: u32, bytes: impl Into<Vec<u8>>) {
         self.fields.push((number, Value::Bytes(bytes.into())));
     }
@@ -281,19 +329,11 @@ impl RawTensor {
                 )));
             }
         };
-        let mut dims = Vec::new();
-        for (n, v) in &msg.fields {
-            match v {
-                Value::Varint(d) if *n == TENSOR_DIMS => dims.push(*d as usize),
-                Value::Bytes(packed) if *n == TENSOR_DIMS => {
-                    let mut at = 0;
-                    while at < packed.len() {
-                        dims.push(read_varint(packed, &mut at)? as usize);
-                    }
-                }
-                _ => {}
-            }
-        }
+        let dims: Vec<usize> = msg
+            .varints(TENSOR_DIMS)?
+            .into_iter()
+            .map(|d| d as usize)
+            .collect();
         let raw = if let Some(raw) = msg.bytes(TENSOR_RAW_DATA).next() {
             raw.to_vec()
         } else if data_type == DATA_TYPE_FLOAT {
@@ -302,21 +342,11 @@ impl RawTensor {
                 .unwrap_or_default()
                 .to_vec()
         } else {
-            // uint8 values travel as int32_data varints (packed or not).
-            let mut raw = Vec::new();
-            for (n, v) in &msg.fields {
-                match v {
-                    Value::Varint(x) if *n == TENSOR_INT32_DATA => raw.push(*x as u8),
-                    Value::Bytes(packed) if *n == TENSOR_INT32_DATA => {
-                        let mut at = 0;
-                        while at < packed.len() {
-                            raw.push(read_varint(packed, &mut at)? as u8);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            raw
+            // uint8 values travel as int32_data varints.
+            msg.varints(TENSOR_INT32_DATA)?
+                .into_iter()
+                .map(|x| x as u8)
+                .collect()
         };
         let expected: usize = dims.iter().product();
         if raw.len() != expected * width {

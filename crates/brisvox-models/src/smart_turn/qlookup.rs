@@ -501,27 +501,10 @@ pub(crate) fn rewrite_model(model: &[u8]) -> Result<(Vec<u8>, usize), String> {
             table.clone(),
         ));
     }
-    let mut index = 0;
-    let mut fields = Vec::with_capacity(graph.fields.len() + new_initializers.len());
-    for (number, value) in graph.fields.drain(..) {
-        if number == GRAPH_NODE && matches!(value, Value::Bytes(_)) {
-            let i = index;
-            index += 1;
-            match fate.remove(&i) {
-                Some(None) => continue,
-                Some(Some(bytes)) => {
-                    fields.push((number, Value::Bytes(bytes)));
-                    continue;
-                }
-                None => {}
-            }
-        }
-        fields.push((number, value));
-    }
+    graph.replace_nodes(GRAPH_NODE, fate);
     for t in new_initializers {
-        fields.push((GRAPH_INITIALIZER, Value::Bytes(t)));
+        graph.push_bytes(GRAPH_INITIALIZER, t);
     }
-    graph.fields = fields;
     msg.fields[graph_index].1 = Value::Bytes(graph.encode());
     add_opset_import(&mut msg, DOMAIN, 1);
     Ok((msg.encode(), chains.len()))

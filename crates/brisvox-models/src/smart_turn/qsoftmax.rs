@@ -607,24 +607,7 @@ fn rewrite_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), OnnxWireError> {
     if replaced == 0 {
         return Ok((graph.to_vec(), 0));
     }
-    let mut index = 0;
-    let mut fields = Vec::with_capacity(msg.fields.len());
-    for (number, value) in msg.fields.drain(..) {
-        if number == GRAPH_NODE && matches!(value, Value::Bytes(_)) {
-            let i = index;
-            index += 1;
-            match fate.remove(&i) {
-                Some(None) => continue,
-                Some(Some(bytes)) => {
-                    fields.push((number, Value::Bytes(bytes)));
-                    continue;
-                }
-                None => {}
-            }
-        }
-        fields.push((number, value));
-    }
-    msg.fields = fields;
+    msg.replace_nodes(GRAPH_NODE, fate);
     Ok((msg.encode(), replaced))
 }
 
