@@ -224,6 +224,19 @@ impl Message {
         })
     }
 
+    /// The values of repeated string field `number`, in order (bytes that are
+    /// not UTF-8 read as the replacement character).
+    pub(crate) fn strings(&self, number: u32) -> Vec<&str> {
+        self.bytes(number)
+            .map(|b| std::str::from_utf8(b).unwrap_or("\u{fffd}"))
+            .collect()
+    }
+
+    /// Whether this `NodeProto` belongs to the default (ONNX) operator domain.
+    pub(crate) fn in_default_domain(&self) -> bool {
+        matches!(self.string(NODE_DOMAIN), None | Some("") | Some("ai.onnx"))
+    }
+
     /// Every value of repeated varint field `number`, packed or not, in order.
     pub(crate) fn varints(&self, number: u32) -> Result<Vec<u64>, OnnxWireError> {
         let mut out = Vec::new();

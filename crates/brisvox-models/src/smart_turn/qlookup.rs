@@ -47,9 +47,9 @@ use ort::value::{TensorElementType, TensorRef};
 
 use crate::onnx_wire::{
     DATA_TYPE_FLOAT, DATA_TYPE_UINT8, GRAPH_INITIALIZER, GRAPH_INPUT, GRAPH_NAME, GRAPH_NODE,
-    GRAPH_OUTPUT, MODEL_GRAPH, Message, NODE_ATTRIBUTE, NODE_DOMAIN, NODE_INPUT, NODE_OP_TYPE,
-    NODE_OUTPUT, OnnxWireError, RawTensor, TENSOR_NAME, VALUE_INFO_NAME, Value, add_opset_import,
-    custom_node, initializer, value_info,
+    GRAPH_OUTPUT, MODEL_GRAPH, Message, NODE_ATTRIBUTE, NODE_INPUT, NODE_OP_TYPE, NODE_OUTPUT,
+    OnnxWireError, RawTensor, TENSOR_NAME, VALUE_INFO_NAME, Value, add_opset_import, custom_node,
+    initializer, value_info,
 };
 
 /// The custom operator domain (shared with the softmax kernel).
@@ -91,12 +91,6 @@ struct Graph {
     producer: HashMap<String, usize>,
 }
 
-fn strings(msg: &Message, number: u32) -> Vec<&str> {
-    msg.bytes(number)
-        .map(|b| std::str::from_utf8(b).unwrap_or("\u{fffd}"))
-        .collect()
-}
-
 impl Graph {
     fn decode(graph: &Message) -> Result<Graph, OnnxWireError> {
         let nodes: Vec<Message> = graph
@@ -117,7 +111,7 @@ impl Graph {
         }
         let mut readers: HashMap<String, usize> = HashMap::new();
         for node in &nodes {
-            for input in strings(node, NODE_INPUT) {
+            for input in node.strings(NODE_INPUT) {
                 *readers.entry(input.to_owned()).or_default() += 1;
             }
         }
@@ -133,7 +127,7 @@ impl Graph {
             .iter()
             .enumerate()
             .flat_map(|(i, n)| {
-                strings(n, NODE_OUTPUT)
+                n.strings(NODE_OUTPUT)
                     .into_iter()
                     .map(move |o| (o.to_owned(), i))
             })
@@ -154,18 +148,16 @@ impl Graph {
     /// A node of the default domain, without attributes, of type `op`.
     fn is_plain(&self, i: usize, op: &str) -> bool {
         let n = &self.nodes[i];
-        self.op(i) == op
-            && matches!(n.string(NODE_DOMAIN), None | Some("") | Some("ai.onnx"))
-            && n.bytes(NODE_ATTRIBUTE).next().is_none()
+        self.op(i) == op && n.in_default_domain() && n.bytes(NODE_ATTRIBUTE).next().is_none()
     }
 
     fn inputs(&self, i: usize) -> Vec<&str> {
-        strings(&self.nodes[i], NODE_INPUT)
+        self.nodes[i].strings(NODE_INPUT)
     }
 
     /// The single output of node `i`.
     fn output(&self, i: usize) -> Option<&str> {
-        match strings(&self.nodes[i], NODE_OUTPUT).as_slice() {
+        match self.nodes[i].strings(NODE_OUTPUT).as_slice() {
             [o] => Some(o),
             _ => None,
         }
@@ -182,7 +174,7 @@ impl Graph {
         }
         self.nodes
             .iter()
-            .position(|n| strings(n, NODE_INPUT).contains(&value))
+            .position(|n| n.strings(NODE_INPUT).contains(&value))
     }
 
     fn scalar_f32(&self, name: &str) -> Option<f32> {
@@ -210,8 +202,7 @@ impl Graph {
         }
         match self.inputs(i).as_slice() {
             [x, scale, zero_point]
-                if !self.constants.contains_key(*x)
-                    && !self.initializer_bytes.contains_key(*x)
+                if !self.initializer_bytes.contains_key(*x)
                     && self.scalar_f32(scale).is_some()
                     && self.scalar_u8(zero_point).is_some() =>
             {
@@ -344,13 +335,7 @@ impl Graph {
                     columns = (bias.raw.len() / 4).max(1);
                     nodes.push(next);
                 }
-                "Reshape" | "Transpose"
-                    if data_first
-                        && matches!(
-                            self.nodes[next].string(NODE_DOMAIN),
-                            None | Some("") | Some("ai.onnx")
-                        ) =>
-                {
+                "Reshape" | "Transpose" if data_first && self.nodes[next].in_default_domain() => {
                     moves.push(next);
                 }
                 "Mul" if self.is_plain(next, "Mul") && self.with_scalar(next, value) => {
@@ -480,7 +465,8 @@ pub(crate) fn rewrite_model(model: &[u8]) -> Result<(Vec<u8>, usize), String> {
         let mut carried = looked_up.clone();
         for (m, &i) in chain.moves.iter().enumerate() {
             let node = &g.nodes[i];
-            let data = strings(node, NODE_INPUT)
+            let data = node
+                .strings(NODE_INPUT)
                 .first()
                 .copied()
                 .unwrap_or("")

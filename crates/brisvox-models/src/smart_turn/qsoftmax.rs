@@ -55,8 +55,8 @@ use ort::operator::{
 use ort::value::TensorElementType;
 
 use crate::onnx_wire::{
-    ATTR_I, ATTR_NAME, GRAPH_NODE, GRAPH_OUTPUT, MODEL_GRAPH, Message, NODE_ATTRIBUTE, NODE_DOMAIN,
-    NODE_INPUT, NODE_OP_TYPE, NODE_OUTPUT, OnnxWireError, VALUE_INFO_NAME, Value, add_opset_import,
+    ATTR_I, ATTR_NAME, GRAPH_NODE, GRAPH_OUTPUT, MODEL_GRAPH, Message, NODE_ATTRIBUTE, NODE_INPUT,
+    NODE_OP_TYPE, NODE_OUTPUT, OnnxWireError, VALUE_INFO_NAME, Value, add_opset_import,
     custom_node,
 };
 
@@ -459,16 +459,13 @@ impl Node {
         self.msg.string(NODE_OP_TYPE).unwrap_or("")
     }
     fn is_default_domain(&self) -> bool {
-        matches!(
-            self.msg.string(NODE_DOMAIN),
-            None | Some("") | Some("ai.onnx")
-        )
+        self.msg.in_default_domain()
     }
     fn inputs(&self) -> Vec<&str> {
-        strings(&self.msg, NODE_INPUT)
+        self.msg.strings(NODE_INPUT)
     }
     fn outputs(&self) -> Vec<&str> {
-        strings(&self.msg, NODE_OUTPUT)
+        self.msg.strings(NODE_OUTPUT)
     }
     fn attribute_names(&self) -> Vec<String> {
         self.msg
@@ -486,12 +483,6 @@ impl Node {
             .and_then(|a| a.varint(ATTR_I))
             .map(|i| i as i64)
     }
-}
-
-fn strings(msg: &Message, number: u32) -> Vec<&str> {
-    msg.bytes(number)
-        .map(|b| std::str::from_utf8(b).unwrap_or("\u{fffd}"))
-        .collect()
 }
 
 /// The model with every `DequantizeLinear -> Softmax(last axis) ->
