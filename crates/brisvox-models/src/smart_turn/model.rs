@@ -594,3 +594,23 @@ fn run_model(session: &mut Session, features: &[f32]) -> Result<f32, SmartTurnEr
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::onnx_wire::{MODEL_GRAPH, Message};
+
+    /// A graph without a chain to tabulate is refused before any session is
+    /// built, with the reason `SmartTurn::lookup_fallback` gives and the
+    /// server logs.
+    #[test]
+    fn a_graph_without_elementwise_chains_keeps_its_operators_and_says_why() {
+        let mut model = Message::default();
+        model.push_bytes(MODEL_GRAPH, Message::default().encode());
+        let build = |_: &[u8]| -> Result<Session, String> { panic!("no session is built") };
+        let Err(why) = tabled_graph(&model.encode(), &build) else {
+            panic!("a graph without chains cannot run tables");
+        };
+        assert_eq!(why, "the graph has no elementwise chain to tabulate");
+    }
+}
