@@ -76,9 +76,11 @@ fn goldens() -> Result<Vec<Golden>, String> {
 
 /// The configurations: a label and the settings (one option off the reference).
 /// The reference is Pipecat's run: the shipped graph on ONNX Runtime's own
-/// kernels; brisvox's default differs from it in the softmax kernel and the
-/// elementwise chains as lookup tables (the second row; the third has the softmax kernel
-/// alone), and every other row is the reference with one option changed.
+/// kernels; brisvox's default differs from it in the softmax kernel, the
+/// elementwise chains as lookup tables and the attention products' int8
+/// second operands (the second row; the third has the first two, the fourth
+/// the softmax kernel alone), and every other row is the reference with one
+/// option changed.
 fn configurations() -> Vec<(&'static str, SmartTurnConfig)> {
     let mut rows = option_rows();
     for (_, config) in &mut rows {
@@ -87,12 +89,22 @@ fn configurations() -> Vec<(&'static str, SmartTurnConfig)> {
     rows.insert(
         1,
         (
-            "brisvox's default (exact softmax, lookup tables)",
+            "brisvox's default (exact softmax, lookup tables, int8 attention operands)",
             SmartTurnConfig::default(),
         ),
     );
     rows.insert(
         2,
+        (
+            "brisvox's exact softmax and lookup tables, uint8 attention operands",
+            SmartTurnConfig {
+                signed_attention: false,
+                ..SmartTurnConfig::default()
+            },
+        ),
+    );
+    rows.insert(
+        3,
         (
             "brisvox's exact softmax, no lookup tables",
             SmartTurnConfig {

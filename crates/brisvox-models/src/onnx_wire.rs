@@ -70,6 +70,7 @@ const TENSOR_RAW_DATA: u32 = 9;
 /// `TensorProto.DataType` values.
 pub(crate) const DATA_TYPE_FLOAT: u64 = 1;
 pub(crate) const DATA_TYPE_UINT8: u64 = 2;
+pub(crate) const DATA_TYPE_INT8: u64 = 3;
 const DATA_TYPE_INT64: u64 = 7;
 /// `ValueInfoProto.type`; `TypeProto.tensor_type`; `TypeProto.Tensor.elem_type`,
 /// `.shape`; `TensorShapeProto.dim`; `Dimension.dim_value`.
@@ -328,17 +329,17 @@ pub(crate) struct RawTensor {
 }
 
 impl RawTensor {
-    /// Reads a float or uint8 `TensorProto` (`raw_data`, `float_data` or
+    /// Reads a float, uint8 or int8 `TensorProto` (`raw_data`, `float_data` or
     /// `int32_data`); other element types are a structure error.
     pub(crate) fn decode(tensor: &[u8]) -> Result<RawTensor, OnnxWireError> {
         let msg = Message::decode(tensor)?;
         let data_type = msg.varint(TENSOR_DATA_TYPE).unwrap_or(0);
         let width = match data_type {
             DATA_TYPE_FLOAT => 4,
-            DATA_TYPE_UINT8 => 1,
+            DATA_TYPE_UINT8 | DATA_TYPE_INT8 => 1,
             other => {
                 return Err(OnnxWireError::Structure(format!(
-                    "tensor of data type {other} (only float and uint8 are read)"
+                    "tensor of data type {other} (only float, uint8 and int8 are read)"
                 )));
             }
         };
@@ -355,7 +356,8 @@ impl RawTensor {
                 .unwrap_or_default()
                 .to_vec()
         } else {
-            // uint8 values travel as int32_data varints.
+            // uint8 and int8 values travel as int32_data varints (int8 ones
+            // sign-extended: the low byte is the value).
             msg.varints(TENSOR_INT32_DATA)?
                 .into_iter()
                 .map(|x| x as u8)
@@ -385,6 +387,12 @@ impl RawTensor {
     /// The one value of a one-value uint8 tensor.
     pub(crate) fn scalar_u8(&self) -> Option<u8> {
         (self.data_type == DATA_TYPE_UINT8 && self.raw.len() == 1).then(|| self.raw[0])
+    }
+
+    /// The one value of a one-value int8 tensor.
+    pub(crate) fn scalar_i8(&self) -> Option<i8> {
+        (self.data_type == DATA_TYPE_INT8 && self.raw.len() == 1)
+            .then(|| i8::from_le_bytes([self.raw[0]]))
     }
 }
 
@@ -595,6 +603,20 @@ mod tests {
         assert_eq!(f.scalar_f32(), Some(0.5));
         // Dims that do not match the data are an error, not a panic.
         assert!(RawTensor::decode(&initializer("w", &[3], DATA_TYPE_UINT8, vec![1, 2])).is_err());
+    }
+
+    #[test]
+    fn an_int8_tensor_reads_from_raw_data_or_sign_extended_int32_data() {
+        let t = RawTensor::decode(&initializer("z", &[], DATA_TYPE_INT8, vec![0xf6])).unwrap();
+        assert_eq!((t.scalar_i8(), t.scalar_u8()), (Some(-10), None));
+        let mut m = Message::default();
+        m.push_varint(TENSOR_DATA_TYPE, DATA_TYPE_INT8);
+        m.push_bytes(TENSOR_NAME, "z");
+        m.push_varint(TENSOR_INT32_DATA, (-10i64) as u64);
+        assert_eq!(
+            RawTensor::decode(&m.encode()).unwrap().scalar_i8(),
+            Some(-10)
+        );
     }
 
     #[test]

@@ -87,10 +87,12 @@ fn the_exact_softmax_gives_onnx_runtimes_probabilities_bit_for_bit() {
             assert_eq!(ours.softmax_fallback(), None);
             // The default also runs elementwise chains as lookup tables
             // (qlookup.rs): the GELUs of the 4 FFN layers, the 2 convolutions
-            // and the classifier, and the query and value projections' bias
-            // (and scale) of the 4 attention layers.
+            // and the classifier, and the query, key and value projections'
+            // bias (and scale) of the 4 attention layers; and the keys and
+            // values enter their products as int8 (qsigned.rs).
             assert_eq!(ours.lookup_fallback(), None);
-            assert_eq!(ours.lookup_chains(), 15, "7 GELUs and 8 projections");
+            assert_eq!(ours.lookup_chains(), 19, "7 GELUs and 12 projections");
+            assert_eq!(ours.signed_operands(), 8, "keys and values of 4 layers");
         }
         Err(why) => {
             // Not this repository's machines so far: say so, and check the fallback.
@@ -180,9 +182,10 @@ fn a_graph_without_a_quantised_softmax_loads_as_shipped_and_says_why() {
     }
 }
 
-/// The elementwise chains as lookup tables (the default) against the same
-/// graph with them on ONNX Runtime's operators: the same probability to the
-/// bit on every golden case; turned off, no chain is tabulated and nothing is said.
+/// The elementwise chains as lookup tables with int8 attention operands (the
+/// default), and with uint8 ones, against the same graph with the chains on
+/// ONNX Runtime's operators: the same probability to the bit on every golden
+/// case; turned off, no chain is tabulated and nothing is said.
 #[test]
 fn the_lookup_tables_give_the_bits_of_onnx_runtimes_operators() {
     if !models_available("the_lookup_tables_give_the_bits_of_onnx_runtimes_operators") {
@@ -198,16 +201,31 @@ fn the_lookup_tables_give_the_bits_of_onnx_runtimes_operators() {
         ..SmartTurnConfig::default()
     })
     .expect("Smart Turn loads");
-    assert_eq!(tabled.lookup_chains(), 15, "{:?}", tabled.lookup_fallback());
+    let unsigned = SmartTurn::load(SmartTurnConfig {
+        signed_attention: false,
+        ..SmartTurnConfig::default()
+    })
+    .expect("Smart Turn loads");
+    assert_eq!(tabled.lookup_chains(), 19, "{:?}", tabled.lookup_fallback());
+    assert_eq!(tabled.signed_operands(), 8);
+    assert_eq!(
+        (unsigned.lookup_chains(), unsigned.signed_operands()),
+        (19, 0),
+        "{:?}",
+        unsigned.lookup_fallback()
+    );
     assert_eq!((plain.lookup_chains(), plain.lookup_fallback()), (0, None));
+    assert_eq!(plain.signed_operands(), 0);
     assert_eq!(plain.exact_softmax_nodes(), 4);
     for case in cases() {
         let f = golden_features(&case);
-        let (a, b) = (
+        let (a, b, c) = (
             tabled.probability_of_features(&f).expect("runs"),
             plain.probability_of_features(&f).expect("runs"),
+            unsigned.probability_of_features(&f).expect("runs"),
         );
         assert_eq!(a.to_bits(), b.to_bits(), "{}: {a} vs {b}", case.name);
+        assert_eq!(c.to_bits(), b.to_bits(), "{}: {c} vs {b}", case.name);
     }
     // The softmax on ONNX Runtime's kernel means the shipped graph: no tables.
     let shipped = load(SoftmaxKernel::OnnxRuntime, GraphOptimization::All);

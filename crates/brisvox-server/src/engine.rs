@@ -430,6 +430,7 @@ fn smart_turn_source(agent: &AgentSettings) -> Result<VerdictSource, EngineSetup
         None => tracing::info!(
             exact_softmax_nodes = model.exact_softmax_nodes(),
             lookup_chains = model.lookup_chains(),
+            signed_operands = model.signed_operands(),
             "Smart Turn attention softmax on brisvox's kernel (ONNX Runtime's output, bit for bit)"
         ),
         Some(why) => tracing::warn!(

@@ -42,7 +42,8 @@ fn the_start_up_log_names_the_softmax_kernel() {
         Ok(()) => {
             assert_eq!(line["fields"]["message"], ON_OURS, "{line}");
             assert_eq!(line["fields"]["exact_softmax_nodes"], 4, "{line}");
-            assert_eq!(line["fields"]["lookup_chains"], 15, "{line}");
+            assert_eq!(line["fields"]["lookup_chains"], 19, "{line}");
+            assert_eq!(line["fields"]["signed_operands"], 8, "{line}");
             assert!(
                 !logs.iter().any(|v| v["fields"]["message"] == LOOKUP_LEFT),
                 "the tables were refused on this machine"

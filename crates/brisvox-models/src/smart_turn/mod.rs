@@ -8,8 +8,9 @@
 //! - [`model`]: the ONNX Runtime session(s), loaded once per process, with the
 //!   execution settings that reproduce the reference probabilities; its
 //!   attention softmax runs on our own kernel, bit for bit ONNX Runtime's
-//!   (`qsoftmax.rs`), and its GELUs are lookup tables that ONNX Runtime fills
-//!   at load (`qlookup.rs`).
+//!   (`qsoftmax.rs`), its keys and values enter their attention products as
+//!   int8 (`qsigned.rs`), and its GELUs and projections are lookup tables that
+//!   ONNX Runtime fills at load (`qlookup.rs`).
 //! - [`ring`]: each call's last 8 s of audio, and where the current turn began,
 //!   so a snapshot covers the span Pipecat would analyse.
 //! - [`service`]: the executor, a pool of its own so analyses never hold up the
@@ -18,6 +19,7 @@
 pub mod features;
 pub mod model;
 mod qlookup;
+mod qsigned;
 mod qsoftmax;
 pub mod ring;
 pub mod service;

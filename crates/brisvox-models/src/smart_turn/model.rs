@@ -17,15 +17,19 @@
 //! fails, the shipped graph is loaded instead ([`SmartTurn::exact_softmax_nodes`]
 //! and [`SmartTurn::softmax_fallback`] say which runs and why).
 //!
-//! On that rewritten graph, each chain of float operators between two uint8
-//! tensors that depends only on the input value and its column (the seven
-//! GELUs, the query and value projections' bias and scale) becomes a lookup
-//! table by default ([`SmartTurnConfig::lookup_tables`], `qlookup.rs`): ONNX
-//! Runtime computes the 256 values of every column once at load and each
-//! analysis looks them up. The graph with tables is compared with the
-//! graph without them on probe inputs before it is used, to the bit; otherwise
-//! the graph without tables runs ([`SmartTurn::lookup_chains`],
-//! [`SmartTurn::lookup_fallback`]).
+//! On that rewritten graph, by default ([`SmartTurnConfig::signed_attention`],
+//! `qsigned.rs`), the second operand of each attention product (the keys, the
+//! values) becomes int8 instead of uint8: the same integers, on ONNX Runtime's
+//! uint8 x int8 kernel, which takes about half the time of its uint8 x uint8
+//! one on CPUs with AVX-512 VNNI. Then each chain of float operators between
+//! two quantised tensors that depends only on the input value and its column
+//! (the seven GELUs, the query, key and value projections' bias and scale)
+//! becomes a lookup table ([`SmartTurnConfig::lookup_tables`], `qlookup.rs`):
+//! ONNX Runtime computes the 256 values of every column once at load and each
+//! analysis looks them up. The graph so rewritten is compared with the graph
+//! before both rewrites on probe inputs before it is used, to the bit;
+//! otherwise that graph runs ([`SmartTurn::lookup_chains`],
+//! [`SmartTurn::signed_operands`], [`SmartTurn::lookup_fallback`]).
 //!
 //! A [`SmartTurn`] is loaded once per process and shared (`Arc`): it holds one
 //! ONNX Runtime session per *lane* (one by default) with the feature extractor and
@@ -44,7 +48,7 @@ use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
 use ort::value::TensorRef;
 
 use super::features::{FEATURES_LEN, FeatureExtractor, N_FRAMES, N_MELS, WINDOW_SAMPLES};
-use super::{qlookup, qsoftmax};
+use super::{qlookup, qsigned, qsoftmax};
 use crate::runtime::{self, RuntimeError};
 
 /// Default ONNX Runtime intra-op threads for one analysis.
@@ -126,6 +130,11 @@ pub struct SmartTurnConfig {
     /// default); the output is the same either way. Applies with
     /// [`SoftmaxKernel::Exact`] at the levels that fuse the softmax.
     pub lookup_tables: bool,
+    /// Whether the second operand of each attention product (the keys, the
+    /// values) is int8 instead of uint8 (the default): the same integers on
+    /// ONNX Runtime's faster kernel, so the output is the same either way.
+    /// Applies with [`SmartTurnConfig::lookup_tables`].
+    pub signed_attention: bool,
     /// Whether ONNX Runtime's intra-op workers spin while waiting for work (its
     /// default, true). Spinning buys latency with CPU: at 2 intra-op threads the
     /// idle worker burns tens of ms of CPU after every analysis. Matters only with
@@ -173,6 +182,7 @@ impl Default for SmartTurnConfig {
             graph_optimization: GraphOptimization::All,
             softmax: SoftmaxKernel::Exact,
             lookup_tables: true,
+            signed_attention: true,
             intra_op_spinning: true,
             model_path: None,
             session: SessionOptions::default(),
@@ -249,6 +259,7 @@ pub struct SmartTurn {
     exact_softmax_nodes: usize,
     softmax_fallback: Option<String>,
     lookup_chains: usize,
+    signed_operands: usize,
     lookup_fallback: Option<String>,
 }
 
@@ -289,6 +300,7 @@ impl SmartTurn {
                         exact_softmax_nodes: exact.softmax_nodes,
                         softmax_fallback: None,
                         lookup_chains: exact.lookup_chains,
+                        signed_operands: exact.signed_operands,
                         lookup_fallback: exact.lookup_fallback,
                     });
                 }
@@ -309,6 +321,7 @@ impl SmartTurn {
             exact_softmax_nodes: 0,
             softmax_fallback,
             lookup_chains: 0,
+            signed_operands: 0,
             lookup_fallback: None,
         })
     }
@@ -323,9 +336,15 @@ impl SmartTurn {
         if softmax_nodes == 0 {
             return Err("the graph has no quantised softmax to run".to_owned());
         }
-        let build = |graph: &[u8]| -> Result<Session, String> {
-            session_builder(config)
-                .map_err(|e| e.to_string())?
+        let build = |graph: &[u8], int8: bool| -> Result<Session, String> {
+            let mut builder = session_builder(config).map_err(|e| e.to_string())?;
+            if int8 {
+                let (key, value) = qsigned::INT8_ALLOWED;
+                builder = builder
+                    .with_config_entry(key, value)
+                    .map_err(|e| e.to_string())?;
+            }
+            builder
                 .with_operators(custom_operators().map_err(|e| e.to_string())?)
                 .map_err(|e| e.to_string())?
                 .commit_from_memory(graph)
@@ -333,16 +352,18 @@ impl SmartTurn {
         };
         let mut lookup_fallback = None;
         if config.lookup_tables {
-            match tabled_graph(&graph, &build) {
-                Ok((tabled, first, chains)) => {
-                    let mut lanes = vec![Lane::new(first)];
+            match tabled_graph(&graph, config.signed_attention, &build) {
+                Ok(tabled) => {
+                    let int8 = tabled.signed_operands > 0;
+                    let mut lanes = vec![Lane::new(tabled.session)];
                     for _ in 1..config.sessions {
-                        lanes.push(Lane::new(build(&tabled)?));
+                        lanes.push(Lane::new(build(&tabled.graph, int8)?));
                     }
                     return Ok(ExactLanes {
                         lanes,
                         softmax_nodes,
-                        lookup_chains: chains,
+                        lookup_chains: tabled.chains,
+                        signed_operands: tabled.signed_operands,
                         lookup_fallback: None,
                     });
                 }
@@ -350,12 +371,13 @@ impl SmartTurn {
             }
         }
         let lanes = (0..config.sessions)
-            .map(|_| Ok(Lane::new(build(&graph)?)))
+            .map(|_| Ok(Lane::new(build(&graph, false)?)))
             .collect::<Result<Vec<_>, String>>()?;
         Ok(ExactLanes {
             lanes,
             softmax_nodes,
             lookup_chains: 0,
+            signed_operands: 0,
             lookup_fallback,
         })
     }
@@ -384,17 +406,26 @@ impl SmartTurn {
     }
 
     /// How many elementwise chains run as lookup tables ([`SmartTurnConfig::lookup_tables`]):
-    /// 15 for Smart Turn v3.2 by default (7 GELUs, 8 projections); 0 when they run on ONNX Runtime's
-    /// operators (not asked for, the softmax on ONNX Runtime's kernel, or the
-    /// fallback).
+    /// 19 for Smart Turn v3.2 by default (7 GELUs, 12 projections: query, key
+    /// and value of 4 layers); 0 when they run on ONNX Runtime's operators (not
+    /// asked for, the softmax on ONNX Runtime's kernel, or the fallback).
     pub fn lookup_chains(&self) -> usize {
         self.lookup_chains
     }
 
-    /// Why the elementwise chains run on ONNX Runtime's operators although tables were
-    /// asked for: the tables could not be computed, the graph with them could
-    /// not be loaded, or it differed from the graph without them on a probe
-    /// input. `None` when not asked for or in use.
+    /// How many attention products take their second operand as int8
+    /// ([`SmartTurnConfig::signed_attention`]): 8 for Smart Turn v3.2 by
+    /// default (keys and values of 4 layers); 0 when not asked for, without
+    /// lookup tables, or in the fallback.
+    pub fn signed_operands(&self) -> usize {
+        self.signed_operands
+    }
+
+    /// Why the elementwise chains run on ONNX Runtime's operators (and the
+    /// attention operands stay uint8) although tables were asked for: the
+    /// tables could not be computed, the rewritten graph could not be loaded,
+    /// or it differed from the graph before the rewrites on a probe input.
+    /// `None` when not asked for or in use.
     pub fn lookup_fallback(&self) -> Option<&str> {
         self.lookup_fallback.as_deref()
     }
@@ -452,6 +483,7 @@ struct ExactLanes {
     lanes: Vec<Mutex<Lane>>,
     softmax_nodes: usize,
     lookup_chains: usize,
+    signed_operands: usize,
     lookup_fallback: Option<String>,
 }
 
@@ -472,19 +504,38 @@ fn chirp() -> Vec<i16> {
         .collect()
 }
 
-/// `graph` with its elementwise chains as lookup tables, a session on it and the
-/// number of chains; checked first against `graph` itself on probe inputs (the
-/// chirp, and 8 s of noise from a fixed seed), probability bit for bit.
+/// Builds a session on a graph, allowing int8 activations when told to.
+type BuildSession<'a> = &'a dyn Fn(&[u8], bool) -> Result<Session, String>;
+
+/// What [`tabled_graph`] made.
+struct Tabled {
+    graph: Vec<u8>,
+    session: Session,
+    chains: usize,
+    signed_operands: usize,
+}
+
+/// `graph` with, when `signed`, its attention products' second operands int8
+/// ([`qsigned`]), then its elementwise chains as lookup tables, and a session
+/// on it; checked first against `graph` itself on probe inputs (the chirp,
+/// and 8 s of noise from a fixed seed), probability bit for bit. `build`
+/// makes a session, allowing int8 activations when told to.
 fn tabled_graph(
     graph: &[u8],
-    build: &dyn Fn(&[u8]) -> Result<Session, String>,
-) -> Result<(Vec<u8>, Session, usize), String> {
-    let (tabled, chains) = qlookup::rewrite_model(graph)?;
+    signed: bool,
+    build: BuildSession<'_>,
+) -> Result<Tabled, String> {
+    let (signed_graph, signed_operands) = if signed {
+        qsigned::rewrite_model(graph)?
+    } else {
+        (graph.to_vec(), 0)
+    };
+    let (tabled, chains) = qlookup::rewrite_model(&signed_graph)?;
     if chains == 0 {
         return Err("the graph has no elementwise chain to tabulate".to_owned());
     }
-    let mut reference = build(graph)?;
-    let mut candidate = build(&tabled)?;
+    let mut reference = build(graph, false)?;
+    let mut candidate = build(&tabled, signed_operands > 0)?;
     let mut seed = 0x9e37_79b9_u32;
     let noise: Vec<i16> = (0..WINDOW_SAMPLES)
         .map(|_| {
@@ -501,11 +552,16 @@ fn tabled_graph(
         let b = run_model(&mut candidate, &features).map_err(|e| e.to_string())?;
         if a.to_bits() != b.to_bits() {
             return Err(format!(
-                "on {what} the graph with lookup tables gives {b}, without them {a}"
+                "on {what} the graph with lookup tables gives {b}, the graph before them {a}"
             ));
         }
     }
-    Ok((tabled, candidate, chains))
+    Ok(Tabled {
+        graph: tabled,
+        session: candidate,
+        chains,
+        signed_operands,
+    })
 }
 
 /// A session builder with `config`'s execution settings.
@@ -607,8 +663,9 @@ mod tests {
     fn a_graph_without_elementwise_chains_keeps_its_operators_and_says_why() {
         let mut model = Message::default();
         model.push_bytes(MODEL_GRAPH, Message::default().encode());
-        let build = |_: &[u8]| -> Result<Session, String> { panic!("no session is built") };
-        let Err(why) = tabled_graph(&model.encode(), &build) else {
+        let build =
+            |_: &[u8], _: bool| -> Result<Session, String> { panic!("no session is built") };
+        let Err(why) = tabled_graph(&model.encode(), true, &build) else {
             panic!("a graph without chains cannot run tables");
         };
         assert_eq!(why, "the graph has no elementwise chain to tabulate");

@@ -8,10 +8,11 @@
 //!   tensor), an optional `Add` of a per-column bias, `x * 0.5 * (1 + erf(x /
 //!   sqrt 2))` as `Div`, `Erf`, `Add`, `Mul`, `Mul`, and usually a
 //!   `QuantizeLinear` back to uint8 ([`Graph::chain_at`]);
-//! - each attention layer's **query and value projections**:
-//!   `DequantizeLinear`, the bias `Add`, the `Reshape` and `Transpose` into
-//!   heads, for the query a `Mul` by the attention scale, and a
-//!   `QuantizeLinear` ([`Graph::projection_at`]).
+//! - each attention layer's **query, key and value projections**:
+//!   `DequantizeLinear`, the bias `Add` (the key has none), the `Reshape` and
+//!   `Transpose` nodes into heads, for the query and key a `Mul` by the
+//!   attention scale, and a `QuantizeLinear`, to uint8 or, for the key and
+//!   value after [`super::qsigned`], to int8 ([`Graph::projection_at`]).
 //!
 //! ONNX Runtime runs these operators one after the other over the whole
 //! tensor (the FFN's are 400 x 1536 values), each a pass through memory.
@@ -20,15 +21,17 @@
 //! only on the uint8 input value (256 possibilities) and, with a bias, its
 //! column: the chain is a table of 256 entries per column. [`rewrite_model`]
 //! finds the chains (that exact shape, every intermediate value read by the
-//! chain alone), has ONNX Runtime itself compute each table by running the
+//! chain alone, or besides by `Shape` nodes that only read a move's shape),
+//! has ONNX Runtime itself compute each table by running the
 //! chain's own elementwise nodes on the 256 input values of every column (a
 //! small graph of those nodes and their constants, graph optimisation off, so
 //! each operator runs on the same CPU kernel as in the full graph, where ONNX
 //! Runtime leaves these operators unfused), and replaces the elementwise nodes
 //! of each chain by one node of the custom domain that looks the output up
-//! ([`QLinearLookup`] for a uint8 output, [`DequantizeLookup`] for the one GELU
-//! that ends in float). A projection's `Reshape` and `Transpose` stay, moving
-//! the looked-up uint8 values instead of floats.
+//! (`QLinearLookup` for a uint8 output, `QLinearLookupInt8` for int8,
+//! `DequantizeLookup` for the one GELU that ends in float). A projection's
+//! `Reshape` and `Transpose` stay, moving the looked-up bytes instead of
+//! floats, and its `Shape` readers read those.
 //!
 //! The tables are ONNX Runtime's own numbers, so the rewritten graph gives the
 //! same bits; [`super::model::SmartTurn::load`] still compares the rewritten
@@ -46,16 +49,18 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::value::{TensorElementType, TensorRef};
 
 use crate::onnx_wire::{
-    DATA_TYPE_FLOAT, DATA_TYPE_UINT8, GRAPH_INITIALIZER, GRAPH_INPUT, GRAPH_NAME, GRAPH_NODE,
-    GRAPH_OUTPUT, MODEL_GRAPH, Message, NODE_ATTRIBUTE, NODE_INPUT, NODE_OP_TYPE, NODE_OUTPUT,
-    OnnxWireError, RawTensor, TENSOR_NAME, VALUE_INFO_NAME, Value, add_opset_import, custom_node,
-    initializer, value_info,
+    DATA_TYPE_FLOAT, DATA_TYPE_INT8, DATA_TYPE_UINT8, GRAPH_INITIALIZER, GRAPH_INPUT, GRAPH_NAME,
+    GRAPH_NODE, GRAPH_OUTPUT, MODEL_GRAPH, Message, NODE_ATTRIBUTE, NODE_INPUT, NODE_OP_TYPE,
+    NODE_OUTPUT, OnnxWireError, RawTensor, TENSOR_NAME, VALUE_INFO_NAME, Value, add_opset_import,
+    custom_node, initializer, value_info,
 };
 
 /// The custom operator domain (shared with the softmax kernel).
 pub(crate) use super::qsoftmax::DOMAIN;
-/// The operator of a chain that ends in `QuantizeLinear` (uint8 out).
+/// The operator of a chain that ends in `QuantizeLinear` to uint8.
 pub(crate) const OP_U8: &str = "QLinearLookup";
+/// The operator of a chain that ends in `QuantizeLinear` to int8.
+pub(crate) const OP_I8: &str = "QLinearLookupInt8";
 /// The operator of a chain that ends in float.
 pub(crate) const OP_F32: &str = "DequantizeLookup";
 
@@ -68,31 +73,35 @@ pub(crate) struct Chain {
     /// Indices (in the graph's node order) of the elementwise nodes it
     /// replaces, in the chain's order (the `DequantizeLinear` first).
     nodes: Vec<usize>,
-    /// `Reshape` and `Transpose` nodes between them, kept (on uint8 values).
+    /// `Reshape` and `Transpose` nodes between them, kept (on the quantised values).
     moves: Vec<usize>,
+    /// `Shape` nodes reading a move's output: (the node, the move's position
+    /// in `moves`); they read the move's quantised output instead.
+    shape_readers: Vec<(usize, usize)>,
     /// The uint8 value its `DequantizeLinear` reads.
     input: String,
     /// The value its last node writes.
     output: String,
     /// Columns with their own table: the bias length, or 1 without a bias.
     columns: usize,
-    /// `DATA_TYPE_UINT8` (ends in `QuantizeLinear`) or `DATA_TYPE_FLOAT`.
+    /// `DATA_TYPE_UINT8` or `DATA_TYPE_INT8` (ends in `QuantizeLinear`), or
+    /// `DATA_TYPE_FLOAT`.
     out_type: u64,
 }
 
 /// A graph's nodes, constants and who reads what.
-struct Graph {
-    nodes: Vec<Message>,
-    /// Float and uint8 initializers by name (others are not needed here).
-    constants: HashMap<String, RawTensor>,
+pub(super) struct Graph {
+    pub(super) nodes: Vec<Message>,
+    /// Float, uint8 and int8 initializers by name (others are not needed here).
+    pub(super) constants: HashMap<String, RawTensor>,
     /// The encoded initializer of each name.
-    initializer_bytes: HashMap<String, Vec<u8>>,
+    pub(super) initializer_bytes: HashMap<String, Vec<u8>>,
     readers: HashMap<String, usize>,
-    producer: HashMap<String, usize>,
+    pub(super) producer: HashMap<String, usize>,
 }
 
 impl Graph {
-    fn decode(graph: &Message) -> Result<Graph, OnnxWireError> {
+    pub(super) fn decode(graph: &Message) -> Result<Graph, OnnxWireError> {
         let nodes: Vec<Message> = graph
             .bytes(GRAPH_NODE)
             .map(Message::decode)
@@ -141,29 +150,29 @@ impl Graph {
         })
     }
 
-    fn op(&self, i: usize) -> &str {
+    pub(super) fn op(&self, i: usize) -> &str {
         self.nodes[i].string(NODE_OP_TYPE).unwrap_or("")
     }
 
     /// A node of the default domain, without attributes, of type `op`.
-    fn is_plain(&self, i: usize, op: &str) -> bool {
+    pub(super) fn is_plain(&self, i: usize, op: &str) -> bool {
         let n = &self.nodes[i];
         self.op(i) == op && n.in_default_domain() && n.bytes(NODE_ATTRIBUTE).next().is_none()
     }
 
-    fn inputs(&self, i: usize) -> Vec<&str> {
+    pub(super) fn inputs(&self, i: usize) -> Vec<&str> {
         self.nodes[i].strings(NODE_INPUT)
     }
 
     /// The single output of node `i`.
-    fn output(&self, i: usize) -> Option<&str> {
+    pub(super) fn output(&self, i: usize) -> Option<&str> {
         match self.nodes[i].strings(NODE_OUTPUT).as_slice() {
             [o] => Some(o),
             _ => None,
         }
     }
 
-    fn readers(&self, value: &str) -> usize {
+    pub(super) fn readers(&self, value: &str) -> usize {
         self.readers.get(value).copied().unwrap_or(0)
     }
 
@@ -177,12 +186,43 @@ impl Graph {
             .position(|n| n.strings(NODE_INPUT).contains(&value))
     }
 
-    fn scalar_f32(&self, name: &str) -> Option<f32> {
+    pub(super) fn scalar_f32(&self, name: &str) -> Option<f32> {
         self.constants.get(name).and_then(RawTensor::scalar_f32)
     }
 
-    fn scalar_u8(&self, name: &str) -> Option<u8> {
+    pub(super) fn scalar_u8(&self, name: &str) -> Option<u8> {
         self.constants.get(name).and_then(RawTensor::scalar_u8)
+    }
+
+    /// The element type a one-value zero point gives a `QuantizeLinear`'s
+    /// output: uint8 or int8 (`None` for anything else).
+    fn quantized_type(&self, zero_point: &str) -> Option<u64> {
+        let t = self.constants.get(zero_point)?;
+        if t.scalar_u8().is_some() {
+            Some(DATA_TYPE_UINT8)
+        } else {
+            t.scalar_i8().map(|_| DATA_TYPE_INT8)
+        }
+    }
+
+    /// The node that alone reads `value` besides `Shape` nodes (which read
+    /// only its shape), and those `Shape` nodes.
+    fn reader_besides_shapes(&self, value: &str) -> Option<(usize, Vec<usize>)> {
+        let mut shapes = Vec::new();
+        let mut other = None;
+        for (i, n) in self.nodes.iter().enumerate() {
+            if !n.strings(NODE_INPUT).contains(&value) {
+                continue;
+            }
+            if self.op(i) == "Shape" && n.in_default_domain() {
+                shapes.push(i);
+            } else if other.replace(i).is_some() {
+                return None;
+            }
+        }
+        // Every reader is a node (the graph does not output the value).
+        let other = other?;
+        (self.readers(value) == shapes.len() + 1).then_some((other, shapes))
     }
 
     /// The other input of a two-input node, when `one` is among its inputs and
@@ -299,6 +339,7 @@ impl Graph {
         Some(Chain {
             nodes,
             moves: Vec::new(),
+            shape_readers: Vec::new(),
             input,
             output,
             columns: columns.max(1),
@@ -309,16 +350,28 @@ impl Graph {
     /// The projection chain that starts at `DequantizeLinear` node `dq`:
     /// `DequantizeLinear`, an optional per-column bias `Add`, then `Reshape`
     /// and `Transpose` nodes, an optional `Mul` by a constant, and a
-    /// `QuantizeLinear`, every value read by the next node alone. The moves
-    /// stay (they carry uint8 values after the rewrite); the rest is a table.
+    /// `QuantizeLinear` (to uint8, or to int8 after [`super::qsigned`]), every
+    /// value read by the next node alone, except that `Shape` nodes may read
+    /// a move's output (the key projection's first `Reshape`). The moves stay
+    /// (they carry the quantised values after the rewrite, and the `Shape`
+    /// nodes read them); the rest is a table.
     fn projection_at(&self, dq: usize) -> Option<Chain> {
         let input = self.dequantize(dq)?.to_owned();
         let mut nodes = vec![dq];
-        let mut moves = Vec::new();
+        let mut moves: Vec<usize> = Vec::new();
+        let mut shape_readers = Vec::new();
         let mut columns = 1;
         let mut value = self.output(dq)?;
         loop {
-            let next = self.only_reader(value)?;
+            let (next, shapes) = self.reader_besides_shapes(value)?;
+            if !shapes.is_empty() {
+                // Only a move's output keeps its shape in the rewritten graph.
+                let &last_move = moves.last()?;
+                if self.output(last_move) != Some(value) {
+                    return None;
+                }
+                shape_readers.extend(shapes.into_iter().map(|s| (s, moves.len() - 1)));
+            }
             let data_first = self.inputs(next).first() == Some(&value);
             match self.op(next) {
                 // The bias only right after the dequantisation: its column is
@@ -345,9 +398,8 @@ impl Graph {
                     let [_, scale, zero_point] = self.inputs(next)[..] else {
                         return None;
                     };
-                    if self.scalar_f32(scale).is_none() || self.scalar_u8(zero_point).is_none() {
-                        return None;
-                    }
+                    self.scalar_f32(scale)?;
+                    let out_type = self.quantized_type(zero_point)?;
                     nodes.push(next);
                     // Worth a table only when float work goes away.
                     if nodes.len() < 3 {
@@ -356,10 +408,11 @@ impl Graph {
                     return Some(Chain {
                         nodes,
                         moves,
+                        shape_readers,
                         input,
                         output: self.output(next)?.to_owned(),
                         columns,
-                        out_type: DATA_TYPE_UINT8,
+                        out_type,
                     });
                 }
                 _ => return None,
@@ -436,10 +489,10 @@ pub(crate) fn rewrite_model(model: &[u8]) -> Result<(Vec<u8>, usize), String> {
     let mut new_initializers = Vec::new();
     for (k, (chain, table)) in chains.iter().zip(&tables).enumerate() {
         let table_name = format!("brisvox_lookup_{k}");
-        let op = if chain.out_type == DATA_TYPE_UINT8 {
-            OP_U8
-        } else {
-            OP_F32
+        let op = match chain.out_type {
+            DATA_TYPE_UINT8 => OP_U8,
+            DATA_TYPE_INT8 => OP_I8,
+            _ => OP_F32,
         };
         for &i in &chain.nodes {
             fate.insert(i, None);
@@ -460,10 +513,19 @@ pub(crate) fn rewrite_model(model: &[u8]) -> Result<(Vec<u8>, usize), String> {
                 &[looked_up.as_str()],
             )),
         );
-        // Each move reads the previous one's uint8 output under a new name (the
-        // graph may declare the old names float in its value_info).
+        // Each move reads the previous one's quantised output under a new name
+        // (the graph may declare the old names float in its value_info).
+        let move_outputs: Vec<String> = (0..chain.moves.len())
+            .map(|m| {
+                if m + 1 == chain.moves.len() {
+                    chain.output.clone()
+                } else {
+                    format!("{}_brisvox_q", g.output(chain.moves[m]).unwrap_or(""))
+                }
+            })
+            .collect();
         let mut carried = looked_up.clone();
-        for (m, &i) in chain.moves.iter().enumerate() {
+        for (&i, out) in chain.moves.iter().zip(&move_outputs) {
             let node = &g.nodes[i];
             let data = node
                 .strings(NODE_INPUT)
@@ -471,14 +533,16 @@ pub(crate) fn rewrite_model(model: &[u8]) -> Result<(Vec<u8>, usize), String> {
                 .copied()
                 .unwrap_or("")
                 .to_owned();
-            let out = if m + 1 == chain.moves.len() {
-                chain.output.clone()
-            } else {
-                format!("{}_brisvox_u8", g.output(i).unwrap_or(""))
-            };
-            let node = renamed(node, &[data.as_str()], &carried, Some(&out));
+            let node = renamed(node, &[data.as_str()], &carried, Some(out));
             fate.insert(i, Some(node.encode()));
-            carried = out;
+            carried = out.clone();
+        }
+        for &(s, m) in &chain.shape_readers {
+            let old = g.output(chain.moves[m]).unwrap_or("");
+            fate.insert(
+                s,
+                Some(renamed(&g.nodes[s], &[old], &move_outputs[m], None).encode()),
+            );
         }
         new_initializers.push(initializer(
             &table_name,
@@ -578,15 +642,25 @@ fn compute_tables(model: &Message, g: &Graph, chains: &[Chain]) -> Result<Vec<Ve
             .ok_or_else(|| format!("the lookup tables' graph has no output {}", chain.output))?;
         // ONNX Runtime gives [256][columns]; the kernel reads [columns][256].
         let c = chain.columns;
-        let table = if chain.out_type == DATA_TYPE_UINT8 {
-            let (_, v) = out.try_extract_tensor::<u8>().map_err(fail)?;
-            transpose(v, c)
-        } else {
-            let (_, v) = out.try_extract_tensor::<f32>().map_err(fail)?;
-            transpose(v, c)
-                .iter()
-                .flat_map(|x| x.to_le_bytes())
-                .collect()
+        let table = match chain.out_type {
+            DATA_TYPE_UINT8 => {
+                let (_, v) = out.try_extract_tensor::<u8>().map_err(fail)?;
+                transpose(v, c)
+            }
+            DATA_TYPE_INT8 => {
+                let (_, v) = out.try_extract_tensor::<i8>().map_err(fail)?;
+                transpose(v, c)
+                    .iter()
+                    .flat_map(|x| x.to_le_bytes())
+                    .collect()
+            }
+            _ => {
+                let (_, v) = out.try_extract_tensor::<f32>().map_err(fail)?;
+                transpose(v, c)
+                    .iter()
+                    .flat_map(|x| x.to_le_bytes())
+                    .collect()
+            }
         };
         tables.push(table);
     }
@@ -627,12 +701,17 @@ pub(crate) fn lookup<T: Copy>(x: &[u8], table: &[[T; LEVELS]], y: &mut [T]) {
     }
 }
 
-/// [`lookup`] for uint8 tables: one table for every column (the first
-/// convolution's GELU) with AVX-512 where the CPU has it (F, BW and VBMI), the
-/// table in four registers and 64 values looked up with two byte permutes
-/// (about 18x the scalar loop); per-column tables with the scalar loop. The
-/// same bytes either way (unit test).
-pub(crate) fn lookup_u8(x: &[u8], table: &[[u8; LEVELS]], y: &mut [u8]) {
+/// A one-byte table value: the uint8 and int8 outputs are looked up as bytes.
+pub(crate) trait Byte: Copy + Default + std::fmt::Debug {}
+impl Byte for u8 {}
+impl Byte for i8 {}
+
+/// [`lookup`] for one-byte tables (uint8 or int8): one table for every column
+/// (the first convolution's GELU, the key projections) with AVX-512 where the
+/// CPU has it (F, BW and VBMI), the table in four registers and 64 values
+/// looked up with two byte permutes (about 18x the scalar loop); per-column
+/// tables with the scalar loop. The same bytes either way (unit test).
+pub(crate) fn lookup_bytes<T: Byte>(x: &[u8], table: &[[T; LEVELS]], y: &mut [T]) {
     #[cfg(target_arch = "x86_64")]
     if avx512::available() {
         avx512::lookup(x, table, y);
@@ -649,7 +728,7 @@ mod avx512 {
         _mm512_permutex2var_epi8, _mm512_storeu_si512,
     };
 
-    use super::LEVELS;
+    use super::{Byte, LEVELS};
 
     pub(super) fn available() -> bool {
         std::arch::is_x86_feature_detected!("avx512f")
@@ -657,25 +736,28 @@ mod avx512 {
             && std::arch::is_x86_feature_detected!("avx512vbmi")
     }
 
-    pub(super) fn lookup(x: &[u8], table: &[[u8; LEVELS]], y: &mut [u8]) {
+    pub(super) fn lookup<T: Byte>(x: &[u8], table: &[[T; LEVELS]], y: &mut [T]) {
+        const { assert!(std::mem::size_of::<T>() == 1) };
         // SAFETY: called only when `available` found AVX-512 F, BW and VBMI.
         unsafe { lookup_avx512(x, table, y) }
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    fn lookup_avx512(x: &[u8], table: &[[u8; LEVELS]], y: &mut [u8]) {
+    fn lookup_avx512<T: Byte>(x: &[u8], table: &[[T; LEVELS]], y: &mut [T]) {
         let n = x.len().min(y.len());
         let (x, y) = (&x[..n], &mut y[..n]);
         match table {
             [only] => {
                 let t = only.as_ptr();
-                // SAFETY: `only` holds 256 bytes: four unaligned 64-byte loads.
+                // SAFETY: `only` holds 256 one-byte values (`Byte` types are
+                // u8 and i8): four unaligned 64-byte loads.
                 let q: [__m512i; 4] =
                     std::array::from_fn(|k| unsafe { _mm512_loadu_si512(t.add(64 * k).cast()) });
                 let mut xs = x.chunks_exact(64);
                 let mut ys = y.chunks_exact_mut(64);
                 for (xc, yc) in (&mut xs).zip(&mut ys) {
-                    // SAFETY: 64-byte chunks, unaligned loads and stores.
+                    // SAFETY: 64-byte chunks (64 one-byte values), unaligned
+                    // loads and stores.
                     let idx = unsafe { _mm512_loadu_si512(xc.as_ptr().cast()) };
                     // Bits 0-6 pick among 128 bytes; bit 7 picks the half.
                     let low = _mm512_permutex2var_epi8(q[0], idx, q[1]);
@@ -739,65 +821,56 @@ where
     Ok(())
 }
 
-/// The chain ending in `QuantizeLinear`: uint8 in, uint8 table, uint8 out.
-struct QLinearLookup;
-
-impl Operator for QLinearLookup {
-    type Kernel<'attr> = BoxedKernel<'attr>;
-
-    fn name(&self) -> &str {
-        OP_U8
-    }
-
-    fn inputs(&self) -> impl IntoIterator<Item = OperatorInput> {
-        [
-            OperatorInput::required(TensorElementType::Uint8),
-            OperatorInput::required(TensorElementType::Uint8),
-        ]
-    }
-
-    fn outputs(&self) -> impl IntoIterator<Item = OperatorOutput> {
-        [OperatorOutput::required(TensorElementType::Uint8)]
-    }
-
-    fn create_kernel<'attr>(&self, _: &KernelContext<'attr>) -> ort::Result<Self::Kernel<'attr>> {
-        Ok(Box::new(|ctx: &ComputeContext| {
-            run_lookup::<u8>(ctx, OP_U8, lookup_u8)
-        }))
-    }
+/// A lookup operator: uint8 in, a `[columns][256]` table of the output's type
+/// ([`OP_U8`]: uint8, [`OP_I8`]: int8, [`OP_F32`]: float), the output looked up.
+struct LookupOperator {
+    name: &'static str,
+    table: TensorElementType,
+    run: fn(&ComputeContext) -> ort::Result<()>,
 }
 
-/// The chain ending in float: uint8 in, float table, float out.
-struct DequantizeLookup;
-
-impl Operator for DequantizeLookup {
+impl Operator for LookupOperator {
     type Kernel<'attr> = BoxedKernel<'attr>;
 
     fn name(&self) -> &str {
-        OP_F32
+        self.name
     }
 
     fn inputs(&self) -> impl IntoIterator<Item = OperatorInput> {
         [
             OperatorInput::required(TensorElementType::Uint8),
-            OperatorInput::required(TensorElementType::Float32),
+            OperatorInput::required(self.table),
         ]
     }
 
     fn outputs(&self) -> impl IntoIterator<Item = OperatorOutput> {
-        [OperatorOutput::required(TensorElementType::Float32)]
+        [OperatorOutput::required(self.table)]
     }
 
     fn create_kernel<'attr>(&self, _: &KernelContext<'attr>) -> ort::Result<Self::Kernel<'attr>> {
-        Ok(Box::new(|ctx: &ComputeContext| {
-            run_lookup::<f32>(ctx, OP_F32, lookup::<f32>)
-        }))
+        let run = self.run;
+        Ok(Box::new(move |ctx: &ComputeContext| run(ctx)))
     }
 }
 
 /// `domain` with the lookup operators added.
 pub(crate) fn add_operators(domain: OperatorDomain) -> ort::Result<OperatorDomain> {
-    domain.add(QLinearLookup)?.add(DequantizeLookup)
+    domain
+        .add(LookupOperator {
+            name: OP_U8,
+            table: TensorElementType::Uint8,
+            run: |ctx| run_lookup::<u8>(ctx, OP_U8, lookup_bytes),
+        })?
+        .add(LookupOperator {
+            name: OP_I8,
+            table: TensorElementType::Int8,
+            run: |ctx| run_lookup::<i8>(ctx, OP_I8, lookup_bytes),
+        })?
+        .add(LookupOperator {
+            name: OP_F32,
+            table: TensorElementType::Float32,
+            run: |ctx| run_lookup::<f32>(ctx, OP_F32, lookup::<f32>),
+        })
 }
 
 #[cfg(test)]
@@ -894,6 +967,68 @@ mod tests {
         );
     }
 
+    /// A key-style projection: dequantise, `Reshape` (its output's shape also
+    /// read by a `Shape` node when `shape_of_move`, or the dequantised value's
+    /// when `shape_of_dq`), `Transpose`, scale, quantise with a zero point of
+    /// `zero_point_type`.
+    fn key_graph(shape_of_move: bool, shape_of_dq: bool, zero_point_type: u64) -> Message {
+        let mut g = Message::default();
+        let mut push_node = |bytes: Vec<u8>| g.push_bytes(GRAPH_NODE, bytes);
+        push_node(node("DequantizeLinear", &["x", "s", "z"], &["dq"], &[]));
+        push_node(node("Reshape", &["dq", "dims"], &["r"], &[]));
+        if shape_of_move {
+            push_node(node("Shape", &["r"], &["r_shape"], &[]));
+        }
+        if shape_of_dq {
+            push_node(node("Shape", &["dq"], &["dq_shape"], &[]));
+        }
+        push_node(node("Transpose", &["r"], &["t"], &[]));
+        push_node(node("Mul", &["t", "scale"], &["m"], &[]));
+        push_node(node("QuantizeLinear", &["m", "ys", "yz"], &["y"], &[]));
+        g.push_bytes(GRAPH_INITIALIZER, scalar("s", 0.05));
+        g.push_bytes(
+            GRAPH_INITIALIZER,
+            initializer("z", &[], DATA_TYPE_UINT8, vec![128]),
+        );
+        g.push_bytes(GRAPH_INITIALIZER, scalar("scale", 0.35));
+        g.push_bytes(GRAPH_INITIALIZER, scalar("ys", 0.02));
+        g.push_bytes(
+            GRAPH_INITIALIZER,
+            initializer("yz", &[], zero_point_type, vec![0xf0]),
+        );
+        g.push_bytes(GRAPH_OUTPUT, value_info("y", zero_point_type, &[]));
+        g
+    }
+
+    #[test]
+    fn a_key_projection_is_found_with_its_shape_reader_and_int8_output() {
+        let chains = find_chains(&key_graph(true, false, DATA_TYPE_INT8)).unwrap();
+        assert_eq!(chains.len(), 1);
+        let c = &chains[0];
+        assert_eq!((c.input.as_str(), c.output.as_str()), ("x", "y"));
+        assert_eq!((c.columns, c.out_type), (1, DATA_TYPE_INT8));
+        // DequantizeLinear, Mul, QuantizeLinear tabulated; Reshape and
+        // Transpose kept; the Shape reads the Reshape's (first move's) output.
+        assert_eq!(c.nodes, vec![0, 4, 5]);
+        assert_eq!(c.moves, vec![1, 3]);
+        assert_eq!(c.shape_readers, vec![(2, 0)]);
+
+        let plain = find_chains(&key_graph(false, false, DATA_TYPE_UINT8)).unwrap();
+        assert_eq!(plain.len(), 1);
+        assert_eq!(plain[0].out_type, DATA_TYPE_UINT8);
+        assert!(plain[0].shape_readers.is_empty());
+    }
+
+    #[test]
+    fn a_shape_reading_a_float_value_that_no_move_carries_keeps_the_chain() {
+        // The dequantised value has no quantised twin after the rewrite.
+        assert!(
+            find_chains(&key_graph(false, true, DATA_TYPE_UINT8))
+                .unwrap()
+                .is_empty()
+        );
+    }
+
     #[test]
     fn lookup_uses_one_table_per_column_or_one_for_all() {
         let mut tables = vec![[0u8; LEVELS]; 3];
@@ -936,8 +1071,22 @@ mod tests {
             let x: Vec<u8> = (0..columns * rows).map(|_| next()).collect();
             let (mut a, mut b) = (vec![0u8; x.len()], vec![0u8; x.len()]);
             lookup(&x, &tables, &mut a);
-            lookup_u8(&x, &tables, &mut b);
+            lookup_bytes(&x, &tables, &mut b);
             assert_eq!(a, b, "{columns} columns x {rows} rows");
+            // The int8 tables (key and value projections) alike.
+            let signed: Vec<[i8; LEVELS]> = tables
+                .iter()
+                .map(|t| t.map(|v| i8::from_le_bytes([v])))
+                .collect();
+            let (mut c, mut d) = (vec![0i8; x.len()], vec![0i8; x.len()]);
+            lookup(&x, &signed, &mut c);
+            lookup_bytes(&x, &signed, &mut d);
+            assert_eq!(c, d, "int8: {columns} columns x {rows} rows");
+            assert!(
+                a.iter()
+                    .zip(&c)
+                    .all(|(&u, &i)| u.to_le_bytes() == i.to_le_bytes())
+            );
         }
     }
 
