@@ -520,11 +520,7 @@ struct Tabled {
 /// on it; checked first against `graph` itself on probe inputs (the chirp,
 /// and 8 s of noise from a fixed seed), probability bit for bit. `build`
 /// makes a session, allowing int8 activations when told to.
-fn tabled_graph(
-    graph: &[u8],
-    signed: bool,
-    build: BuildSession<'_>,
-) -> Result<Tabled, String> {
+fn tabled_graph(graph: &[u8], signed: bool, build: BuildSession<'_>) -> Result<Tabled, String> {
     let (signed_graph, signed_operands) = if signed {
         qsigned::rewrite_model(graph)?
     } else {

@@ -215,7 +215,8 @@ fn sums_of_eight(
 /// `y = min(round(entry * y_scale / sum) + zero point, 255)` for each element,
 /// the quotient in double precision, halves to even. An output depends on the
 /// element's value only, so it is computed once per value present in the row
-/// (a table over `min..=max`) and looked up for each element.
+/// (a table over `min..=max`) and looked up for each element
+/// ([`super::qlookup::lookup_bytes`]).
 ///
 /// The quotient is taken as `entry * (y_scale / sum)`: one division per row.
 /// Its error against the correctly rounded `entry * y_scale / sum` is a few
@@ -248,9 +249,9 @@ fn quantise_row(params: &Params, row: &[u8], (lo, hi): (u8, u8), sum: f32, out: 
             *q = to_u8(v.round_ties_even() + zero_point);
         }
     }
-    for (o, &v) in out.iter_mut().zip(row) {
-        *o = by_value[usize::from(v)];
-    }
+    // Each element looked up in the row's table (AVX-512 byte permutes where
+    // the CPU has them, as the graph's lookup tables).
+    super::qlookup::lookup_bytes(row, &[by_value], out);
 }
 
 /// A whole number `v >= 0` as a byte, 255 above it. Adding 2^52 puts the
