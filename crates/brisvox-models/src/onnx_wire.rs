@@ -293,6 +293,23 @@ impl Message {
     }
 }
 
+/// A model's `GraphProto` decoded, with the decoded model and the graph's
+/// index among its fields (a rewrite puts the graph back with
+/// `model.fields[index].1 = Value::Bytes(graph.encode())`).
+pub(crate) fn model_graph(model: &[u8]) -> Result<(Message, usize, Message), OnnxWireError> {
+    let msg = Message::decode(model)?;
+    let index = msg
+        .fields
+        .iter()
+        .position(|(n, v)| *n == MODEL_GRAPH && matches!(v, Value::Bytes(_)))
+        .ok_or_else(|| OnnxWireError::Structure("the model has no graph".to_owned()))?;
+    let Value::Bytes(bytes) = &msg.fields[index].1 else {
+        unreachable!("matched as bytes above")
+    };
+    let graph = Message::decode(bytes)?;
+    Ok((msg, index, graph))
+}
+
 /// A float tensor's dims and values, read from a `TensorProto`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FloatTensor {

@@ -52,7 +52,7 @@ use crate::onnx_wire::{
     DATA_TYPE_FLOAT, DATA_TYPE_INT8, DATA_TYPE_UINT8, GRAPH_INITIALIZER, GRAPH_INPUT, GRAPH_NAME,
     GRAPH_NODE, GRAPH_OUTPUT, MODEL_GRAPH, Message, NODE_ATTRIBUTE, NODE_INPUT, NODE_OP_TYPE,
     NODE_OUTPUT, OnnxWireError, RawTensor, TENSOR_NAME, VALUE_INFO_NAME, Value, add_opset_import,
-    custom_node, initializer, value_info,
+    custom_node, initializer, model_graph, value_info,
 };
 
 /// The custom operator domain (shared with the softmax kernel).
@@ -467,16 +467,7 @@ fn renamed(node: &Message, from: &[&str], to: &str, output: Option<&str>) -> Mes
 /// ONNX Runtime (loaded already) from the chains' own nodes.
 pub(crate) fn rewrite_model(model: &[u8]) -> Result<(Vec<u8>, usize), String> {
     let wire = |e: OnnxWireError| e.to_string();
-    let mut msg = Message::decode(model).map_err(wire)?;
-    let graph_index = msg
-        .fields
-        .iter()
-        .position(|(n, v)| *n == MODEL_GRAPH && matches!(v, Value::Bytes(_)))
-        .ok_or("the model has no graph")?;
-    let Value::Bytes(graph_bytes) = &msg.fields[graph_index].1 else {
-        unreachable!("matched as bytes above")
-    };
-    let mut graph = Message::decode(graph_bytes).map_err(wire)?;
+    let (mut msg, graph_index, mut graph) = model_graph(model).map_err(wire)?;
     let g = Graph::decode(&graph).map_err(wire)?;
     let chains = chains_of(&g);
     if chains.is_empty() {

@@ -32,8 +32,8 @@ use std::collections::HashMap;
 
 use super::qlookup::Graph;
 use crate::onnx_wire::{
-    DATA_TYPE_INT8, GRAPH_INITIALIZER, MODEL_GRAPH, Message, OnnxWireError, TENSOR_NAME, Value,
-    initializer,
+    DATA_TYPE_INT8, GRAPH_INITIALIZER, Message, OnnxWireError, TENSOR_NAME, Value, initializer,
+    model_graph,
 };
 
 /// The session entry without which ONNX Runtime turns int8 activations back
@@ -91,16 +91,7 @@ fn signed_zero_points(g: &Graph) -> Vec<String> {
 /// model comes back unchanged).
 pub(crate) fn rewrite_model(model: &[u8]) -> Result<(Vec<u8>, usize), String> {
     let wire = |e: OnnxWireError| e.to_string();
-    let mut msg = Message::decode(model).map_err(wire)?;
-    let graph_index = msg
-        .fields
-        .iter()
-        .position(|(n, v)| *n == MODEL_GRAPH && matches!(v, Value::Bytes(_)))
-        .ok_or("the model has no graph")?;
-    let Value::Bytes(graph_bytes) = &msg.fields[graph_index].1 else {
-        unreachable!("matched as bytes above")
-    };
-    let mut graph = Message::decode(graph_bytes).map_err(wire)?;
+    let (mut msg, graph_index, mut graph) = model_graph(model).map_err(wire)?;
     let g = Graph::decode(&graph).map_err(wire)?;
     let zero_points = signed_zero_points(&g);
     if zero_points.is_empty() {
@@ -138,7 +129,8 @@ pub(crate) fn rewrite_model(model: &[u8]) -> Result<(Vec<u8>, usize), String> {
 mod tests {
     use super::*;
     use crate::onnx_wire::{
-        DATA_TYPE_FLOAT, DATA_TYPE_UINT8, GRAPH_NODE, GRAPH_OUTPUT, RawTensor, node, value_info,
+        DATA_TYPE_FLOAT, DATA_TYPE_UINT8, GRAPH_NODE, GRAPH_OUTPUT, MODEL_GRAPH, RawTensor, node,
+        value_info,
     };
 
     /// `y = DQ(a) x DQ(Q(k))` with the pair's zero point `kz` (read by a third
