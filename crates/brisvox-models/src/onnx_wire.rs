@@ -256,18 +256,19 @@ impl Message {
         Ok(out)
     }
 
-    /// A decoded `GraphProto` with node `i` dropped where `fate[i]` is `None`
-    /// and replaced by the encoded node where it is `Some`; other fields and
-    /// nodes stay in order.
-    pub(crate) fn replace_nodes(
+    /// Entry `i` of repeated message field `field` (a `GraphProto`'s nodes or
+    /// initializers) dropped where `fate[i]` is `None` and replaced by the
+    /// encoded message where it is `Some`; other fields and entries stay in
+    /// order.
+    pub(crate) fn replace_entries(
         &mut self,
-        node_field: u32,
+        field: u32,
         mut fate: HashMap<usize, Option<Vec<u8>>>,
     ) {
         let mut index = 0;
         let mut fields = Vec::with_capacity(self.fields.len());
         for (number, value) in self.fields.drain(..) {
-            if number == node_field && matches!(value, Value::Bytes(_)) {
+            if number == field && matches!(value, Value::Bytes(_)) {
                 let i = index;
                 index += 1;
                 match fate.remove(&i) {

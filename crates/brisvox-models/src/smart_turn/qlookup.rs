@@ -96,7 +96,10 @@ pub(super) struct Graph {
     pub(super) constants: HashMap<String, RawTensor>,
     /// The encoded initializer of each name.
     pub(super) initializer_bytes: HashMap<String, Vec<u8>>,
+    /// How many times each value is read: node inputs and graph outputs.
     readers: HashMap<String, usize>,
+    /// The nodes reading each value, once per input that names it.
+    reader_nodes: HashMap<String, Vec<usize>>,
     pub(super) producer: HashMap<String, usize>,
 }
 
@@ -119,9 +122,11 @@ impl Graph {
             }
         }
         let mut readers: HashMap<String, usize> = HashMap::new();
-        for node in &nodes {
+        let mut reader_nodes: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, node) in nodes.iter().enumerate() {
             for input in node.strings(NODE_INPUT) {
                 *readers.entry(input.to_owned()).or_default() += 1;
+                reader_nodes.entry(input.to_owned()).or_default().push(i);
             }
         }
         for output in graph
@@ -146,6 +151,7 @@ impl Graph {
             constants,
             initializer_bytes,
             readers,
+            reader_nodes,
             producer,
         })
     }
@@ -181,9 +187,7 @@ impl Graph {
         if self.readers(value) != 1 {
             return None;
         }
-        self.nodes
-            .iter()
-            .position(|n| n.strings(NODE_INPUT).contains(&value))
+        self.reader_nodes.get(value)?.first().copied()
     }
 
     pub(super) fn scalar_f32(&self, name: &str) -> Option<f32> {
@@ -210,11 +214,8 @@ impl Graph {
     fn reader_besides_shapes(&self, value: &str) -> Option<(usize, Vec<usize>)> {
         let mut shapes = Vec::new();
         let mut other = None;
-        for (i, n) in self.nodes.iter().enumerate() {
-            if !n.strings(NODE_INPUT).contains(&value) {
-                continue;
-            }
-            if self.op(i) == "Shape" && n.in_default_domain() {
+        for &i in self.reader_nodes.get(value)? {
+            if self.op(i) == "Shape" && self.nodes[i].in_default_domain() {
                 shapes.push(i);
             } else if other.replace(i).is_some() {
                 return None;
@@ -542,7 +543,7 @@ pub(crate) fn rewrite_model(model: &[u8]) -> Result<(Vec<u8>, usize), String> {
             table.clone(),
         ));
     }
-    graph.replace_nodes(GRAPH_NODE, fate);
+    graph.replace_entries(GRAPH_NODE, fate);
     for t in new_initializers {
         graph.push_bytes(GRAPH_INITIALIZER, t);
     }

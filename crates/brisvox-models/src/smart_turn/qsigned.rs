@@ -120,7 +120,7 @@ pub(crate) fn rewrite_model(model: &[u8]) -> Result<(Vec<u8>, usize), String> {
             );
         }
     }
-    graph.replace_nodes(GRAPH_INITIALIZER, fate);
+    graph.replace_entries(GRAPH_INITIALIZER, fate);
     msg.fields[graph_index].1 = Value::Bytes(graph.encode());
     Ok((msg.encode(), zero_points.len()))
 }

@@ -599,7 +599,7 @@ fn rewrite_graph(graph: &[u8]) -> Result<(Vec<u8>, usize), OnnxWireError> {
     if replaced == 0 {
         return Ok((graph.to_vec(), 0));
     }
-    msg.replace_nodes(GRAPH_NODE, fate);
+    msg.replace_entries(GRAPH_NODE, fate);
     Ok((msg.encode(), replaced))
 }
 
